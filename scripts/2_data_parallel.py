@@ -1,0 +1,131 @@
+"""Rung 2: rung 1 plus nn.DataParallel, which splits every batch across the visible GPUs.
+
+One process drives every GPU: each step DataParallel copies the model to each GPU, scatters the batch, runs the
+replicas in threads and gathers the outputs back on GPU 0, where the loss, the backward's reduction and the
+optimizer live. It is one line to add, and it is not the end of the ladder:
+  - one process, many threads: the Python interpreter lock serialises the replicas' Python work;
+  - the master device (GPU 0) gathers every output and holds the optimizer, so it does more work and holds
+    more memory than the others, and the model is replicated again in every step;
+  - one machine only. DistributedDataParallel (rung 3 on) runs one process per GPU and has none of these costs.
+On the CPU or on one GPU there is nothing to split: the wrapper runs the model as is, and the script says so.
+The global batch is --batch-size (DataParallel splits it; the devices do not each take a batch).
+
+Launch:
+    python scripts/2_data_parallel.py                 # all visible GPUs (or the CPU)
+    CUDA_VISIBLE_DEVICES=0,1 python scripts/2_data_parallel.py
+    make dp ARGS="--epochs 3"
+
+Writes <output-dir>/model.safetensors and <output-dir>/metrics.json (default output dir: out/2_data_parallel).
+Next rung: 3_ddp_spawn.py.
+"""
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from torch.nn import DataParallel
+
+from common import checkpoint, cli, data, metrics, models
+
+
+def evaluate(model, loader, device):
+    """Accuracy and mean loss over the eval samples, each counted exactly once."""
+    model.eval()
+    preds, labels, losses = [], [], []
+    with torch.no_grad():
+        for batch in loader:
+            inputs, targets = batch["inputs"].to(device), batch["labels"].to(device)
+            logits = model(inputs)
+            losses.append(F.cross_entropy(logits, targets, reduction="none"))
+            preds.append(logits.argmax(dim=-1))
+            labels.append(targets)
+    preds, labels, losses = torch.cat(preds), torch.cat(labels), torch.cat(losses)
+    model.train()
+    return metrics.classification(preds.cpu(), labels.cpu(), losses.cpu())
+
+
+def main():
+    args = cli.parse(__doc__)
+    wall_start = time.perf_counter()
+
+    # -- setup -------------------------------------------------------------------------------------------
+    # The neutral values of what the distributed rungs compute: this process is rank 0 of 1, the main one.
+    rank, world_size, is_main = 0, 1, True
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(args.seed)  # the same initial weights in every rung
+    if is_main:
+        cli.check_writable(args.output_dir)
+
+    # -- data --------------------------------------------------------------------------------------------
+    train_ds, eval_ds, info = data.build(args)
+    sampler = data.ShardedSampler(train_ds, seed=args.seed)  # a new seeded order every epoch (seed + epoch)
+    train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
+                               pin_memory=torch.cuda.is_available())
+    eval_shard = eval_ds.shard(num_shards=world_size, index=rank, contiguous=True)  # rung 1: the whole set
+    eval_loader = data.loader(eval_shard, args.batch_size, num_workers=args.num_workers)
+    global_batch = args.batch_size * world_size
+
+    # -- model -------------------------------------------------------------------------------------------
+    model = models.build(info, args.model).to(device)
+    model = DataParallel(model)  # splits each batch over the visible GPUs; with fewer than 2, calls the model
+    if is_main and torch.cuda.device_count() < 2:
+        print(f"DataParallel: {torch.cuda.device_count()} GPU(s) visible, nothing to split; training as rung 1")
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
+                                                    is_main)
+    data.skip_batches(train_loader, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
+    if is_main:
+        print(f"{Path(__file__).stem}: {info.name} ({len(train_ds)} train / {len(eval_ds)} eval), "
+              f"{type(model).__name__}, device {device}, world size {world_size}, global batch {global_batch}")
+
+    # -- loop --------------------------------------------------------------------------------------------
+    train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
+    while epoch < args.epochs and step < args.max_steps:
+        sampler.set_epoch(epoch)
+        loss_sum, loss_steps = torch.zeros((), device=device), 0
+        epoch_start = time.perf_counter()
+        for batch in tqdm(train_loader, desc=f"epoch {epoch}", initial=batch_in_epoch, leave=False,
+                          disable=not (is_main and sys.stderr.isatty())):
+            inputs = batch["inputs"].to(device, non_blocking=True)
+            targets = batch["labels"].to(device, non_blocking=True)
+            loss = F.cross_entropy(model(inputs), targets)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss_sum += loss.detach()  # summed on the device: no host sync (.item()) per step
+            loss_steps += 1
+            step += 1
+            batch_in_epoch += 1
+            if step >= args.max_steps:
+                break
+        train_seconds += time.perf_counter() - epoch_start
+        samples_seen += loss_steps * global_batch
+        train_loss = (loss_sum / max(loss_steps, 1)).item()
+        if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
+            epoch, batch_in_epoch = epoch + 1, 0
+        results = evaluate(model, eval_loader, device)
+        if is_main:
+            print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
+                  f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
+            checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=args.keep)
+
+    # -- save --------------------------------------------------------------------------------------------
+    if results is None:  # resumed a run that had already finished: nothing to train, still report
+        results = evaluate(model, eval_loader, device)
+    if is_main:
+        checkpoint.save_model(Path(args.output_dir) / "model.safetensors", model)
+        metrics.write_json(Path(args.output_dir) / "metrics.json", {
+            **results, "rung": Path(__file__).stem, "task": info.name, "model": type(model).__name__,
+            "device": str(device), "world_size": world_size, "global_batch_size": global_batch,
+            "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
+            "samples_per_second": samples_seen / train_seconds if train_seconds else 0.0,
+            "wall_seconds": time.perf_counter() - wall_start})
+        print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
+              f"{step} steps -> {args.output_dir}/model.safetensors")
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,265 @@
+"""Checkpoints that load in every rung, at every world size, and never execute code.
+
+Layout of one checkpoint, `<output-dir>/checkpoints/step-00000440/`:
+    model.safetensors      the bare model's weights (no `module.` / `_orig_mod.` prefixes)
+    optimizer.safetensors  the optimizer's tensors; its hyper-parameters and scalars as JSON metadata
+    state.json             step, epoch, position in the epoch, grad-scaler state, sha256 of both files
+Only safetensors and JSON are read back: no pickle, no `torch.load`, so a checkpoint from an untrusted source
+cannot run code. A checkpoint is written into a temporary directory, fsync'ed, and renamed into place; a crash or
+SIGTERM at any moment leaves either the old set of checkpoints or the old set plus the new one, never a
+half-written one that `--resume auto` could pick. state.json is written last and lists the files' hashes, so a
+truncated or corrupted file is caught before a single weight is loaded.
+
+What is not saved: random number generator states. The training loops draw no random numbers (no dropout, and
+each epoch's order is a function of seed + epoch), so there is nothing to restore.
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from common import UsageError
+
+FORMAT = "ddp-ladder-checkpoint/1"
+STEP_DIR = re.compile(r"^step-(\d+)$")
+
+
+class CheckpointError(UsageError):
+    """A checkpoint that cannot be used: missing, corrupt, truncated, or written for another model."""
+
+
+def unwrap(model):
+    """The bare model inside DataParallel / DistributedDataParallel (`.module`), torch.compile (`_orig_mod`),
+    and any stack of them, so that saved keys never depend on how the model was wrapped."""
+    while True:
+        if isinstance(model, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
+            model = model.module
+        elif isinstance(getattr(model, "_orig_mod", None), torch.nn.Module):
+            model = model._orig_mod
+        else:
+            return model
+
+
+def _bare_key(key):
+    for prefix in ("module.", "_orig_mod."):
+        while key.startswith(prefix):
+            key = key[len(prefix):]
+    return key
+
+
+def _cpu_tensors(state):
+    """CPU, contiguous, unshared copies as safetensors needs them (tied weights share storage)."""
+    out, seen = {}, set()
+    for key, value in state.items():
+        value = value.detach().to("cpu").contiguous()
+        if value.data_ptr() in seen and value.numel():
+            value = value.clone()
+        seen.add(value.data_ptr())
+        out[key] = value
+    return out
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_tensors(model):
+    return _cpu_tensors({_bare_key(k): v for k, v in unwrap(model).state_dict().items()})
+
+
+def _optimizer_tensors(optimizer):
+    sd = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for index, state in sd["state"].items():
+        for name, value in state.items():
+            if torch.is_tensor(value):
+                tensors[f"state.{index}.{name}"] = value
+            else:
+                scalars[f"{index}.{name}"] = value
+    metadata = {"param_groups": json.dumps(sd["param_groups"]), "scalars": json.dumps(scalars)}
+    return _cpu_tensors(tensors), metadata
+
+
+def save(output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=3, scaler=None):
+    """Write checkpoint `step` atomically and keep the newest `keep`. Call on the main process only."""
+    root = Path(output_dir) / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in root.glob(".tmp-*"):  # left by a save that was killed; never a valid checkpoint
+        shutil.rmtree(stale, ignore_errors=True)
+    final = root / f"step-{step:08d}"
+    tmp = root / f".tmp-{final.name}-{os.getpid()}"
+    tmp.mkdir()
+    save_file(model_tensors(model), tmp / "model.safetensors", metadata={"format": FORMAT})
+    tensors, metadata = _optimizer_tensors(optimizer)
+    save_file(tensors, tmp / "optimizer.safetensors", metadata=metadata)
+    files = {name: _sha256(tmp / name) for name in ("model.safetensors", "optimizer.safetensors")}
+    state = {"format": FORMAT, "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
+             "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
+             "sha256": files}
+    (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+    for name in (*files, "state.json"):
+        _fsync(tmp / name)
+    _fsync(tmp)
+    old = None
+    if final.exists():  # the same step saved again (a resumed run): move the old one aside first
+        old = root / f".tmp-old-{final.name}-{os.getpid()}"
+        os.rename(final, old)
+    os.rename(tmp, final)  # the commit point
+    _fsync(root)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    for stale in list_checkpoints(output_dir)[:-keep]:
+        shutil.rmtree(stale, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(output_dir):
+    """Checkpoint directories in `output_dir`, oldest first (by step). Temporary directories never appear."""
+    root = Path(output_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := STEP_DIR.match(p.name)) and p.is_dir()]
+    return [p for _, p in sorted(found)]
+
+
+def _read(path, device):
+    """Read and verify a checkpoint directory; returns (state, model tensors, optimizer tensors, metadata)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"checkpoint {str(path)!r} does not exist: pass a checkpoint directory "
+                              f"(<output-dir>/checkpoints/step-N), --resume auto, or --resume none")
+    try:
+        state = json.loads((path / "state.json").read_text())
+        if state.get("format") != FORMAT:
+            raise ValueError(f"format {state.get('format')!r}, expected {FORMAT!r}")
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {str(path)!r} has no valid state.json ({e}): it is incomplete or "
+                              f"not a ddp-ladder checkpoint; delete it or resume from another") from None
+    for name, digest in state["sha256"].items():
+        file = path / name
+        if not file.is_file() or _sha256(file) != digest:
+            problem = "is missing" if not file.is_file() else "does not match its sha256 (corrupt or truncated)"
+            raise CheckpointError(f"checkpoint file {str(file)!r} {problem}: delete {str(path)!r} or resume "
+                                  f"from another checkpoint")
+    try:
+        model_sd = load_file(path / "model.safetensors", device=str(device))
+        opt_sd = load_file(path / "optimizer.safetensors", device=str(device))
+        with open(path / "optimizer.safetensors", "rb") as f:
+            header_len = int.from_bytes(f.read(8), "little")
+            metadata = json.loads(f.read(header_len)).get("__metadata__", {})
+    except Exception as e:  # safetensors raises several types for a file that is not safetensors
+        raise CheckpointError(f"checkpoint {str(path)!r} is not valid safetensors ({e}): delete it or resume "
+                              f"from another checkpoint") from None
+    return state, model_sd, opt_sd, metadata
+
+
+def _check_fits(path, model, tensors):
+    expected = {k: tuple(v.shape) for k, v in unwrap(model).state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in tensors.items()}
+    missing = sorted(set(expected) - set(got))
+    unexpected = sorted(set(got) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
+    if missing or unexpected or wrong:
+        details = "; ".join(part for part in (
+            f"missing {', '.join(missing[:3])}" if missing else "",
+            f"unexpected {', '.join(unexpected[:3])}" if unexpected else "",
+            f"shape of {wrong[0]} is {got[wrong[0]]}, model has {expected[wrong[0]]}" if wrong else "") if part)
+        raise CheckpointError(f"checkpoint {str(path)!r} was written for another model ({details}): use the "
+                              f"--task/--model/--dataset it was trained with, or --resume none")
+
+
+def load(path, model, optimizer=None, device="cpu", scaler=None):
+    """Load a checkpoint into `model` (wrapped or not) and `optimizer`, onto `device`. Everything is verified
+    before anything is changed: on a CheckpointError the model and optimizer are untouched."""
+    state, model_sd, opt_sd, metadata = _read(path, device)
+    _check_fits(path, model, model_sd)
+    if optimizer is not None:
+        groups = json.loads(metadata.get("param_groups", "[]"))
+        if [len(g["params"]) for g in groups] != [len(g["params"]) for g in optimizer.param_groups]:
+            raise CheckpointError(f"checkpoint {str(path)!r} holds the state of another optimizer: "
+                                  f"resume with the same model and optimizer, or --resume none")
+        for saved, current in zip(groups, optimizer.param_groups):  # JSON has no tuples (AdamW's betas)
+            saved.update({k: tuple(v) for k, v in saved.items() if isinstance(current.get(k), tuple)})
+    unwrap(model).load_state_dict(model_sd)
+    if optimizer is not None:
+        per_param = {}
+        for key, value in opt_sd.items():
+            _, index, name = key.split(".", 2)
+            per_param.setdefault(int(index), {})[name] = value
+        for key, value in json.loads(metadata.get("scalars", "{}")).items():
+            index, name = key.split(".", 1)
+            per_param.setdefault(int(index), {})[name] = value
+        optimizer.load_state_dict({"state": per_param, "param_groups": groups})
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    return state
+
+
+def resume(resume_from, output_dir, model, optimizer, device="cpu", is_main=True, scaler=None, log=print):
+    """Apply --resume: "none" starts fresh (the main process removes old checkpoints in `output_dir`, so they
+    cannot be mistaken for this run's), "auto" loads the newest valid checkpoint there (falling back past
+    corrupt ones, and saying so), anything else is a checkpoint directory to load.
+    Returns (epoch, step, batch_in_epoch) to continue from."""
+    if resume_from == "none":
+        if is_main:
+            for old in list_checkpoints(output_dir):
+                shutil.rmtree(old, ignore_errors=True)
+        return 0, 0, 0
+    if resume_from == "auto":
+        candidates = list_checkpoints(output_dir)[::-1]
+        if not candidates:
+            return 0, 0, 0
+        problems = []
+        for path in candidates:
+            try:
+                state = load(path, model, optimizer, device, scaler)
+            except CheckpointError as e:
+                problems.append(str(e))
+                if is_main:
+                    log(f"warning: skipping {e}")
+                continue
+            if is_main:
+                log(f"resuming from {path} (epoch {state['epoch']}, step {state['step']})")
+            return state["epoch"], state["step"], state["batch_in_epoch"]
+        raise CheckpointError(f"no usable checkpoint in {str(output_dir)!r} (newest: {problems[0]})")
+    state = load(resume_from, model, optimizer, device, scaler)
+    if is_main:
+        log(f"resuming from {resume_from} (epoch {state['epoch']}, step {state['step']})")
+    return state["epoch"], state["step"], state["batch_in_epoch"]
+
+
+def save_model(path, model):
+    """Write the bare model's weights to `path` (e.g. <output-dir>/model.safetensors) atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    save_file(model_tensors(model), tmp, metadata={"format": FORMAT})
+    _fsync(tmp)
+    os.replace(tmp, path)
+
+
+def load_model(path, model, device="cpu"):
+    """Load weights written by `save_model` (or a checkpoint's model.safetensors) into `model`."""
+    try:
+        tensors = load_file(path, device=str(device))
+    except Exception as e:  # safetensors raises several types for a file that is not safetensors
+        raise CheckpointError(f"{str(path)!r} is not a readable safetensors file ({e})") from None
+    _check_fits(path, model, tensors)
+    unwrap(model).load_state_dict(tensors)
+    return model

@@ -1,0 +1,297 @@
+"""Datasets for every rung: built-in offline tasks or your own data, prepared once into Hugging Face `datasets`.
+
+`build(args)` returns `(train_ds, eval_ds, info)`: two `datasets.Dataset` objects with the columns `inputs`
+(float32; images as channels x height x width, tabular rows as vectors) and `labels` (int64, 0..K-1), in torch
+format, and an `Info` that tells the model what it gets. Prepared data is cached with `save_to_disk` under
+`--data-dir`, keyed by everything that shapes it, so it is built once; a build writes into a temporary directory
+and renames it into place, so a process that loads the cache never sees half of it.
+
+The sample order is the contract the parity proof rests on: epoch e visits `epoch_order(n, seed, e)`, a seeded
+permutation; the global batch at step s is positions [s*G, (s+1)*G) of it (G = batch size x world size), and rank
+r of W takes every W-th of them, exactly as `torch.utils.data.distributed.DistributedSampler(shuffle=True,
+drop_last=True)` does. So one process at batch 2B and two processes at batch B see the same global batches.
+"""
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Sampler, SequentialSampler
+
+from common import UsageError
+
+SPLIT_SEED = 42  # the train/eval split is fixed, whatever --seed says, so eval sets stay comparable
+EVAL_FRACTION = 0.2  # for data that has no test/validation split of its own
+CACHE_VERSION = 1  # bump when the preparation below changes, so old caches are not reused
+FILE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+@dataclass(frozen=True)
+class Info:
+    name: str  # the task or dataset name
+    kind: str  # "image" or "tabular"
+    input_shape: tuple  # one sample's `inputs` shape
+    num_classes: int
+
+
+def build(args):
+    """Prepare (once) and load the data that --task / --dataset name. Returns (train_ds, eval_ds, info)."""
+    spec = _spec(args)
+    path = Path(args.data_dir) / f"{spec['name'].replace('/', '_')}-{_digest(spec)}"
+    if not (path / "info.json").exists():
+        _prepare(spec, path)
+    import datasets
+
+    info = json.loads((path / "info.json").read_text())
+    info = Info(info["name"], info["kind"], tuple(info["input_shape"]), info["num_classes"])
+    train_ds = datasets.load_from_disk(str(path / "train")).with_format("torch")
+    eval_ds = datasets.load_from_disk(str(path / "eval")).with_format("torch")
+    return train_ds, eval_ds, info
+
+
+def epoch_order(n, seed, epoch):
+    """The seeded permutation of range(n) that epoch `epoch` visits (DistributedSampler's, to the index)."""
+    g = torch.Generator()
+    g.manual_seed(seed + epoch)
+    return torch.randperm(n, generator=g).tolist()
+
+
+class ShardedSampler(Sampler):
+    """Rank `rank`'s share of each epoch's seeded order: every `world_size`-th index, the tail that does not
+    divide evenly dropped. Index for index what DistributedSampler(shuffle=True, drop_last=True) yields, but
+    it needs no process group, so rung 1 uses it with rank 0 and world size 1."""
+
+    def __init__(self, dataset, seed=0, rank=0, world_size=1):
+        self.n, self.seed, self.rank, self.world_size = len(dataset), seed, rank, world_size
+        self.epoch = 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __iter__(self):
+        usable = self.n - self.n % self.world_size
+        return iter(epoch_order(self.n, self.seed, self.epoch)[self.rank:usable:self.world_size])
+
+    def __len__(self):
+        return self.n // self.world_size
+
+
+class _Batches(Sampler):
+    """Groups a sampler's indices into batches, so the loader reads each batch with one `dataset[indices]`
+    (one Arrow slice, already stacked tensors) instead of one row at a time. `skip_next` drops the first
+    batches of the next pass only: that is how a run resumed mid-epoch continues where it stopped."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+        self.skip_next = 0
+
+    def __iter__(self):
+        skip, self.skip_next = self.skip_next, 0
+        batch = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                if skip:
+                    skip -= 1
+                else:
+                    yield batch
+                batch = []
+        if batch and not self.drop_last and not skip:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+def loader(dataset, batch_size, sampler=None, drop_last=False, num_workers=0, pin_memory=False):
+    """A DataLoader over `sampler` (default: in order) that yields dicts of batched tensors."""
+    batches = _Batches(sampler if sampler is not None else SequentialSampler(dataset), batch_size, drop_last)
+    if len(batches) == 0:
+        raise UsageError(f"a batch of {batch_size} per process leaves no full batch of this process's "
+                         f"{len(batches.sampler)} samples: lower --batch-size")
+    return DataLoader(dataset, batch_size=None, sampler=batches, num_workers=num_workers, pin_memory=pin_memory,
+                      persistent_workers=num_workers > 0)
+
+
+def skip_batches(data_loader, n):
+    """Make the loader's next pass start at batch `n` (resuming in the middle of an epoch)."""
+    data_loader.sampler.skip_next = n
+
+
+# --- preparation (runs once per cache key) ---------------------------------------------------------------
+
+def _spec(args):
+    if args.dataset is None:
+        return {"version": CACHE_VERSION, "name": args.task}
+    source = args.dataset
+    local = Path(source).expanduser()
+    if local.exists():
+        stat = local.stat()
+        source = str(local.resolve())
+        fingerprint = [stat.st_size, stat.st_mtime_ns]
+    elif os.sep in source and not _looks_like_hub_name(source) or local.suffix in FILE_BUILDERS:
+        raise UsageError(f"dataset path {args.dataset!r} does not exist: check the path (or pass a hub "
+                         f"dataset name as ORG/NAME)")
+    else:
+        fingerprint = None
+    return {"version": CACHE_VERSION, "name": Path(source).stem if local.exists() else source,
+            "dataset": source, "fingerprint": fingerprint, "image_column": args.image_column,
+            "feature_columns": args.feature_columns, "label_column": args.label_column,
+            "image_size": args.image_size}
+
+
+def _looks_like_hub_name(source):
+    parts = source.split("/")
+    return len(parts) == 2 and all(parts) and not source.startswith((".", "/", "~"))
+
+
+def _digest(spec):
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _prepare(spec, path):
+    import datasets
+
+    datasets.disable_progress_bars()  # one build of a few thousand rows needs no progress bar per split
+    if "dataset" in spec:
+        splits, info = _from_user_data(spec)
+    else:
+        splits, info = _builtin(spec["name"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".tmp-{path.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for split, (inputs, labels) in splits.items():
+        features = datasets.Features({"inputs": _feature(inputs.shape[1:]), "labels": datasets.Value("int64")})
+        ds = datasets.Dataset.from_dict({"inputs": inputs, "labels": labels}, features=features)
+        ds.save_to_disk(str(tmp / split))
+    (tmp / "info.json").write_text(json.dumps(asdict(info)))
+    try:
+        os.rename(tmp, path)  # atomic: a reader sees no cache or a whole one
+    except OSError:  # another process finished the same build first; theirs is as good as ours
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _feature(shape):
+    import datasets
+
+    if len(shape) == 3:
+        return datasets.Array3D(shape=tuple(shape), dtype="float32")
+    return datasets.List(datasets.Value("float32"), length=int(shape[0]))
+
+
+def _split(x, y):
+    from sklearn.model_selection import train_test_split
+
+    x_train, x_eval, y_train, y_eval = train_test_split(x, y, test_size=EVAL_FRACTION, random_state=SPLIT_SEED)
+    return (x_train, y_train), (x_eval, y_eval)
+
+
+def _standardize(train, eval_):
+    """Scale features with the TRAINING set's mean and std (the eval set must not leak into them)."""
+    mean, std = train[0].mean(0), train[0].std(0) + 1e-6
+    return ((train[0] - mean) / std, train[1]), ((eval_[0] - mean) / std, eval_[1])
+
+
+def _builtin(name):
+    from sklearn import datasets as sk
+
+    if name == "digits":  # 1,797 8x8 grey images of the digits 0-9, values 0..16; ships with scikit-learn
+        d = sk.load_digits()
+        x = (d.images / 16.0).astype(np.float32)[:, None]  # N x 1 x 8 x 8, in [0, 1]
+        train, eval_ = _split(x, d.target.astype(np.int64))
+        info = Info("digits", "image", (1, 8, 8), 10)
+    else:  # "cancer": 569 tumours x 30 features, malignant or benign; 455 train / 114 eval
+        d = sk.load_breast_cancer()
+        train, eval_ = _standardize(*_split(d.data.astype(np.float32), d.target.astype(np.int64)))
+        info = Info("cancer", "tabular", (30,), 2)
+    return {"train": _as_arrays(train), "eval": _as_arrays(eval_)}, info
+
+
+def _as_arrays(pair):
+    return np.ascontiguousarray(pair[0], dtype=np.float32), np.asarray(pair[1], dtype=np.int64)
+
+
+def _load_user_dataset(spec):
+    import datasets
+
+    source = Path(spec["dataset"])
+    try:
+        if source.is_dir() and ((source / "dataset_dict.json").exists() or (source / "state.json").exists()):
+            return datasets.load_from_disk(str(source))
+        if source.is_file():
+            if source.suffix not in FILE_BUILDERS:
+                raise UsageError(f"cannot read {str(source)!r}: --dataset takes a {'/'.join(FILE_BUILDERS)} "
+                                 f"file, an imagefolder directory or a save_to_disk directory")
+            return datasets.load_dataset(FILE_BUILDERS[source.suffix], data_files=str(source))
+        if source.is_dir():
+            return datasets.load_dataset("imagefolder", data_dir=str(source))
+        return datasets.load_dataset(spec["dataset"])
+    except UsageError:
+        raise
+    except Exception as e:  # the hub unreachable, a malformed file: say which and what to do, in one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UsageError(f"could not load dataset {spec['dataset']!r} ({first[:200]}): check the path or "
+                         f"name, and for a hub dataset that you are online") from None
+
+
+def _from_user_data(spec):
+    import datasets
+
+    loaded = _load_user_dataset(spec)
+    if isinstance(loaded, datasets.Dataset):
+        loaded = datasets.DatasetDict({"train": loaded})
+    if "train" not in loaded:
+        raise UsageError(f"dataset {spec['dataset']!r} has no 'train' split (it has {', '.join(loaded)})")
+    eval_name = next((s for s in ("test", "validation", "eval") if s in loaded), None)
+    columns = loaded["train"].column_names
+    label = spec["label_column"]
+    if label not in columns:
+        raise UsageError(f"label column {label!r} not in dataset (columns: {', '.join(columns)}): "
+                         f"pass --label-column")
+    image_column = spec["image_column"] or next(
+        (c for c, f in loaded["train"].features.items() if isinstance(f, datasets.Image)), None)
+    if image_column is not None and image_column not in columns:
+        raise UsageError(f"image column {image_column!r} not in dataset (columns: {', '.join(columns)}): "
+                         f"pass --image-column")
+    if image_column is not None:
+        convert = _image_converter(loaded["train"][0][image_column], spec["image_size"])
+        arrays = {s: (np.stack([convert(im) for im in loaded[s][image_column]]), loaded[s][label]) for s in loaded}
+        kind = "image"
+    else:
+        wanted = spec["feature_columns"].split(",") if spec["feature_columns"] else [
+            c for c, f in loaded["train"].features.items()
+            if c != label and isinstance(f, datasets.Value) and f.dtype.startswith(("int", "uint", "float"))]
+        missing = [c for c in wanted if c not in columns]
+        if missing or not wanted:
+            raise UsageError(f"feature columns {', '.join(missing) or '(none numeric)'} not in dataset "
+                             f"(columns: {', '.join(columns)}): pass --feature-columns A,B,C")
+        arrays = {s: (np.stack([np.asarray(loaded[s][c], dtype=np.float32) for c in wanted], axis=1),
+                      loaded[s][label]) for s in loaded}
+        kind = "tabular"
+    classes = sorted({v for s in arrays.values() for v in s[1]}, key=lambda v: (str(type(v)), v))
+    index = {v: i for i, v in enumerate(classes)}
+    arrays = {s: (x, np.array([index[v] for v in y], dtype=np.int64)) for s, (x, y) in arrays.items()}
+    train = arrays["train"]
+    eval_ = arrays[eval_name] if eval_name else None
+    if eval_ is None:
+        train, eval_ = _split(*train)
+    if kind == "tabular":
+        train, eval_ = _standardize(train, eval_)
+    info = Info(spec["name"], kind, tuple(train[0].shape[1:]), len(classes))
+    return {"train": _as_arrays(train), "eval": _as_arrays(eval_)}, info
+
+
+def _image_converter(first, size):
+    mode = "L" if first.mode in ("L", "1", "I;16", "I") else "RGB"
+
+    def convert(image):
+        image = image.convert(mode).resize((size, size))
+        array = np.asarray(image, dtype=np.float32) / 255.0
+        return array[None] if mode == "L" else array.transpose(2, 0, 1)
+
+    return convert

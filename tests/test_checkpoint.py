@@ -1,0 +1,183 @@
+import json
+import os
+import pickle
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from common import checkpoint, models
+from common.checkpoint import CheckpointError
+from common.data import Info
+
+DIGITS = Info("digits", "image", (1, 8, 8), 10)
+
+
+def trained(seed=0, optimizer_cls=torch.optim.SGD, steps=3):
+    torch.manual_seed(seed)
+    model = models.build(DIGITS)
+    kwargs = {"lr": 0.1, "momentum": 0.9} if optimizer_cls is torch.optim.SGD else {"lr": 1e-3}
+    opt = optimizer_cls(model.parameters(), **kwargs)
+    for _ in range(steps):
+        loss = model(torch.randn(4, 1, 8, 8)).logsumexp(-1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model, opt
+
+
+def assert_same_state(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert torch.equal(sa[k], sb[k]), k
+
+
+@pytest.mark.parametrize("optimizer_cls", [torch.optim.SGD, torch.optim.AdamW])
+def test_round_trip_is_bitwise(tmp_path, optimizer_cls):
+    model, opt = trained(optimizer_cls=optimizer_cls)
+    path = checkpoint.save(tmp_path, model, opt, step=3, epoch=0, batch_in_epoch=3)
+    fresh, fresh_opt = trained(seed=1, optimizer_cls=optimizer_cls, steps=1)
+    state = checkpoint.load(path, fresh, fresh_opt)
+    assert (state["step"], state["epoch"], state["batch_in_epoch"]) == (3, 0, 3)
+    assert_same_state(model, fresh)
+    sa, sb = opt.state_dict(), fresh_opt.state_dict()
+    assert sa["param_groups"] == sb["param_groups"]
+    for i in sa["state"]:
+        for k, v in sa["state"][i].items():
+            assert torch.equal(v, sb["state"][i][k]) if torch.is_tensor(v) else v == sb["state"][i][k]
+
+
+def test_wrappers_are_unwrapped(tmp_path):
+    model, opt = trained()
+    bare = set(model.state_dict())
+    for wrapped in (torch.nn.DataParallel(model), torch.compile(model),
+                    torch.nn.DataParallel(torch.compile(model))):
+        assert set(checkpoint.model_tensors(wrapped)) == bare
+    path = checkpoint.save(tmp_path, torch.nn.DataParallel(model), opt, 3, 0, 3)
+    other, other_opt = trained(seed=5)
+    checkpoint.load(path, torch.nn.DataParallel(other), other_opt)  # a DP checkpoint into a DP model
+    assert_same_state(model, other)
+
+
+def test_keep_last_k_and_resume_auto_picks_newest(tmp_path):
+    model, opt = trained()
+    for step in (1, 2, 3, 4, 5):
+        checkpoint.save(tmp_path, model, opt, step, 0, step, keep=2)
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000004", "step-00000005"]
+    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None) == (0, 5, 5)
+
+
+def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    model, opt = trained()
+    checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    real_rename = os.rename
+
+    def crash(src, dst):  # the process dies after writing the files, before the commit point
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(os, "rename", crash)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(tmp_path, model, opt, 2, 0, 2)
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())  # the debris is there
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000001"]
+    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+    checkpoint.save(tmp_path, model, opt, 2, 0, 2)  # the next save clears the debris
+    assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())
+
+
+def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    model, opt = trained()
+    checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+
+    def disk_full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "save_file", disk_full)
+    with pytest.raises(OSError):
+        checkpoint.save(tmp_path, model, opt, 2, 0, 2)
+    monkeypatch.undo()
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000001"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "drop_state"])
+def test_damaged_checkpoint_gives_one_line_error_and_auto_falls_back(tmp_path, damage):
+    model, opt = trained()
+    checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    newest = checkpoint.save(tmp_path, model, opt, 2, 0, 2)
+    file = newest / "model.safetensors"
+    raw = file.read_bytes()
+    if damage == "truncate":
+        file.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip":
+        file.write_bytes(raw[:-10] + bytes([raw[-10] ^ 0xFF]) + raw[-9:])
+    elif damage == "garbage":
+        file.write_bytes(b"this is not a safetensors file")
+    else:
+        (newest / "state.json").unlink()
+    other, other_opt = trained(seed=9)
+    before = {k: v.clone() for k, v in other.state_dict().items()}
+    with pytest.raises(CheckpointError) as err:
+        checkpoint.load(newest, other, other_opt)
+    assert "\n" not in str(err.value) and str(newest) in str(err.value)
+    assert all(torch.equal(before[k], v) for k, v in other.state_dict().items())  # untouched on failure
+    logs = []
+    assert checkpoint.resume("auto", tmp_path, other, other_opt, log=logs.append)[1] == 1
+    assert any("skipping" in line for line in logs)
+
+
+def test_checkpoint_of_another_model_is_refused(tmp_path):
+    model, opt = trained()
+    path = checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    mlp = models.build(Info("cancer", "tabular", (30,), 2))
+    with pytest.raises(CheckpointError, match="another model"):
+        checkpoint.load(path, mlp, torch.optim.SGD(mlp.parameters(), lr=0.1))
+    wider = models.SmallCNN(1, 10, width=16)
+    with pytest.raises(CheckpointError, match="shape"):
+        checkpoint.load(path, wider)
+
+
+def test_pickle_payload_is_never_executed(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    model, opt = trained()
+    path = checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    evil = pickle.dumps({"weights": Payload()})
+    (path / "model.safetensors").write_bytes(evil)
+    state = json.loads((path / "state.json").read_text())
+    state["sha256"]["model.safetensors"] = checkpoint._sha256(path / "model.safetensors")  # even with a valid hash
+    (path / "state.json").write_text(json.dumps(state))
+    with pytest.raises(CheckpointError):
+        checkpoint.load(path, model, opt)
+    with pytest.raises(CheckpointError):
+        checkpoint.load_model(path / "model.safetensors", model)
+    assert not marker.exists()
+
+
+def test_loads_onto_the_named_device_and_final_model_round_trip(tmp_path):
+    model, opt = trained()
+    checkpoint.save_model(tmp_path / "model.safetensors", torch.nn.DataParallel(model))
+    other, _ = trained(seed=2)
+    checkpoint.load_model(tmp_path / "model.safetensors", other, device="cpu")
+    assert_same_state(model, other)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_tied_weights_can_be_saved(tmp_path):
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(5, 3)
+            self.out = torch.nn.Linear(3, 5, bias=False)
+            self.out.weight = self.emb.weight
+
+    m = Tied()
+    checkpoint.save_model(tmp_path / "m.safetensors", m)
+    n = Tied()
+    checkpoint.load_model(tmp_path / "m.safetensors", n)
+    assert torch.equal(m.emb.weight, n.emb.weight)

@@ -1,0 +1,106 @@
+"""Rungs 1 and 2 end to end, as a user runs them."""
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conftest import run_script
+
+METRICS_KEYS = {"eval_accuracy", "eval_loss", "train_loss", "global_batch_size", "world_size", "steps",
+                "samples_per_second"}
+
+
+def weights(out):
+    return load_file(out / "model.safetensors")
+
+
+def max_abs_diff(a, b):
+    assert a.keys() == b.keys()
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+
+
+@pytest.fixture(scope="module")
+def default_runs(tmp_path_factory, data_dir):
+    """Rungs 1 and 2 with their default flags on the default task (digits, CNN, 10 epochs)."""
+    outs = {}
+    for script in ("1_single_gpu.py", "2_data_parallel.py"):
+        out = tmp_path_factory.mktemp(script[:-3])
+        run_script(script, "--data-dir", data_dir, "--output-dir", out)
+        outs[script] = out
+    return outs
+
+
+def test_rung1_default_run_is_accurate_and_complete(default_runs):
+    out = default_runs["1_single_gpu.py"]
+    m = json.loads((out / "metrics.json").read_text())
+    assert METRICS_KEYS <= m.keys()
+    assert m["eval_accuracy"] >= 0.95, m
+    assert m["world_size"] == 1 and m["global_batch_size"] == 32 and m["steps"] == 10 * (1437 // 32)
+    assert m["eval_samples"] == 360 and m["samples_per_second"] > 0
+
+
+def test_rungs_1_and_2_end_on_bitwise_equal_weights(default_runs):
+    a, b = (weights(default_runs[s]) for s in ("1_single_gpu.py", "2_data_parallel.py"))
+    assert max_abs_diff(a, b) == 0.0
+    assert not any(k.startswith("module.") for k in b)  # DataParallel's prefix is not in the file
+    m2 = json.loads((default_runs["2_data_parallel.py"] / "metrics.json").read_text())
+    m1 = json.loads((default_runs["1_single_gpu.py"] / "metrics.json").read_text())
+    assert m1["eval_accuracy"] == m2["eval_accuracy"] and m1["global_batch_size"] == m2["global_batch_size"]
+
+
+def test_rung2_says_it_runs_as_rung1_without_gpus(tmp_path, data_dir):
+    proc = run_script("2_data_parallel.py", "--data-dir", data_dir, "--output-dir", tmp_path, "--task", "cancer",
+                      "--max-steps", "2")
+    if not torch.cuda.is_available():
+        assert "nothing to split" in proc.stdout
+
+
+@pytest.mark.parametrize("script", ["1_single_gpu.py", "2_data_parallel.py"])
+def test_resume_mid_epoch_ends_where_an_uninterrupted_run_ends(tmp_path, data_dir, script):
+    common = ["--data-dir", data_dir, "--task", "cancer", "--epochs", "4", "--batch-size", "32"]
+    run_script(script, *common, "--output-dir", tmp_path / "straight")
+    run_script(script, *common, "--output-dir", tmp_path / "resumed", "--max-steps", "30")  # 14 steps/epoch
+    state = json.loads(sorted((tmp_path / "resumed" / "checkpoints").glob("step-*"))[-1]
+                       .joinpath("state.json").read_text())
+    assert (state["step"], state["epoch"], state["batch_in_epoch"]) == (30, 2, 2)
+    proc = run_script(script, *common, "--output-dir", tmp_path / "resumed", "--resume", "auto")
+    assert "resuming from" in proc.stdout
+    assert max_abs_diff(weights(tmp_path / "straight"), weights(tmp_path / "resumed")) == 0.0
+    m = json.loads((tmp_path / "resumed" / "metrics.json").read_text())
+    assert m["steps"] == 4 * 14
+
+
+def test_resume_from_rung1_checkpoint_in_rung2(tmp_path, data_dir):
+    common = ["--data-dir", data_dir, "--task", "cancer", "--epochs", "3"]
+    run_script("1_single_gpu.py", *common, "--output-dir", tmp_path / "one", "--epochs", "1")
+    ckpt = sorted((tmp_path / "one" / "checkpoints").glob("step-*"))[-1]
+    run_script("2_data_parallel.py", *common, "--output-dir", tmp_path / "two", "--resume", ckpt)
+    run_script("1_single_gpu.py", *common, "--output-dir", tmp_path / "straight")
+    assert max_abs_diff(weights(tmp_path / "two"), weights(tmp_path / "straight")) == 0.0
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--task", "imagenet"], "unknown task"),
+    (["--dataset", "data/missing.csv"], "does not exist"),
+    (["--batch-size", "0"], "--batch-size"),
+    (["--resume", "/nonexistent/ckpt"], "does not exist"),
+    (["--output-dir", "/proc/not-writable"], "not writable"),
+    (["--task", "cancer", "--model", "cnn"], "--model mlp"),
+    (["--task", "cancer", "--batch-size", "1000"], "lower --batch-size"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, data_dir, flags, needle):
+    proc = run_script("1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, *flags, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], proc.stderr
+
+
+def test_checkpoint_of_another_model_is_refused_and_nothing_overwritten(tmp_path, data_dir):
+    run_script("1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, "--task", "cancer",
+               "--epochs", "1")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    proc = run_script("1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, "--task", "digits",
+                      "--resume", "auto", check=False)
+    assert proc.returncode == 2 and "another model" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert before == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
