@@ -26,21 +26,19 @@ from common import checkpoint, cli, data, metrics, models
 def evaluate(model, loader, device):
     """Accuracy and mean loss over the eval samples, each counted exactly once."""
     model.eval()
-    preds, labels, losses = [], [], []
+    results = []
     with torch.no_grad():
         for batch in loader:
             inputs, targets = batch["inputs"].to(device), batch["labels"].to(device)
             logits = model(inputs)
-            losses.append(F.cross_entropy(logits, targets, reduction="none"))
-            preds.append(logits.argmax(dim=-1))
-            labels.append(targets)
-    preds, labels, losses = torch.cat(preds), torch.cat(labels), torch.cat(losses)
+            batch_results = (logits.argmax(dim=-1), targets, F.cross_entropy(logits, targets, reduction="none"))
+            results.append(batch_results)
+    preds, labels, losses = (torch.cat(r) for r in zip(*results))
     model.train()
     return metrics.classification(preds.cpu(), labels.cpu(), losses.cpu())
 
 
-def main():
-    args = cli.parse(__doc__)
+def main(args):
     wall_start = time.perf_counter()
 
     # -- setup -------------------------------------------------------------------------------------------
@@ -68,7 +66,8 @@ def main():
     data.skip_batches(train_loader, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
     if is_main:
         print(f"{Path(__file__).stem}: {info.name} ({len(train_ds)} train / {len(eval_ds)} eval), "
-              f"{type(model).__name__}, device {device}, world size {world_size}, global batch {global_batch}")
+              f"{type(checkpoint.unwrap(model)).__name__}, device {device}, world size {world_size}, "
+              f"global batch {global_batch}")
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
@@ -107,8 +106,9 @@ def main():
     if is_main:
         checkpoint.save_model(Path(args.output_dir) / "model.safetensors", model)
         metrics.write_json(Path(args.output_dir) / "metrics.json", {
-            **results, "rung": Path(__file__).stem, "task": info.name, "model": type(model).__name__,
-            "device": str(device), "world_size": world_size, "global_batch_size": global_batch,
+            **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device),
+            "model": type(checkpoint.unwrap(model)).__name__, "world_size": world_size,
+            "global_batch_size": global_batch,
             "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
             "samples_per_second": samples_seen / train_seconds if train_seconds else 0.0,
             "wall_seconds": time.perf_counter() - wall_start})
@@ -117,4 +117,4 @@ def main():
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    cli.run(main, __doc__)

@@ -35,6 +35,15 @@ def parser(description=None):
     t.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
     t.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     t.add_argument("--seed", type=int, default=0, help="seeds the model init and every epoch's sample order")
+    x = p.add_argument_group("distribution (each flag is used from the rung named in its help on)")
+    x.add_argument("--nproc", type=int, default=0,
+                   help="3_ddp_spawn: processes to spawn (default: the visible GPUs, else 2 on CPU)")
+    x.add_argument("--sync-bn", action="store_true",
+                   help="rung 3 on: convert BatchNorm to SyncBatchNorm (GPU only; PyTorch refuses it on CPU)")
+    x.add_argument("--mixed-precision", default="no", choices=("no", "fp16", "bf16"),
+                   help="5_ddp_amp: autocast dtype; fp16 adds a GradScaler (6_accelerate takes it from its config)")
+    x.add_argument("--dist-timeout", type=float, default=300,
+                   help="rung 3 on: seconds a collective may wait for a missing rank before it fails")
     o = p.add_argument_group("output")
     o.add_argument("--output-dir", default=None, help="default: out/<script name>")
     o.add_argument("--resume", default="none",
@@ -44,9 +53,22 @@ def parser(description=None):
     return p
 
 
+# Flags that only some rungs use: given to another rung they would be silently ignored, so they are refused.
+RUNG_FLAGS = {"nproc": ("3",), "sync_bn": ("3", "4", "5", "6"), "mixed_precision": ("5",),
+              "dist_timeout": ("3", "4", "5", "6")}
+
+
 def parse(description=None, argv=None):
     """Parse and validate the flags; bad values raise UsageError (one line, exit code 2)."""
     args = parser(description).parse_args(argv)
+    script = Path(sys.argv[0]).stem
+    defaults = parser().parse_args([])
+    for name, rungs in RUNG_FLAGS.items():
+        if script[:1].isdigit() and script[:1] not in rungs and getattr(args, name) != getattr(defaults, name):
+            flag = "--" + name.replace("_", "-")
+            hint = ("6_accelerate takes it from its config: accelerate launch --mixed_precision bf16"
+                    if name == "mixed_precision" and script.startswith("6") else f"use rung {'/'.join(rungs)}")
+            raise UsageError(f"{flag} is not used by {script}: {hint}")
     if args.output_dir is None:
         args.output_dir = os.path.join("out", Path(sys.argv[0]).stem)
     for name in ("batch_size", "epochs", "keep"):
@@ -73,10 +95,21 @@ def check_writable(output_dir):
                          f"pass --output-dir to a writable directory") from None
 
 
-def run(main):
-    """Run a rung's main(): bad input becomes one line on stderr and exit code 2, not a traceback."""
+def run(main, description=None):
+    """Parse the flags and run `main(args)`. Bad input, here or in a process that `main` spawned, becomes one
+    line on stderr and exit code 2 instead of a traceback."""
     try:
-        main()
+        main(parse(description))
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        fail(e)
+    except Exception as e:
+        if type(e).__name__ == "ProcessRaisedException":  # torch.multiprocessing.spawn: a child's traceback as text
+            name, _, message = str(e).strip().splitlines()[-1].partition(": ")
+            if name.rsplit(".", 1)[-1] in ("UsageError", "CheckpointError"):
+                fail(message)
+        raise
+
+
+def fail(message):
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)

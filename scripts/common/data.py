@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Sampler, SequentialSampler
+from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
 from common import UsageError
 
@@ -80,13 +80,14 @@ class ShardedSampler(Sampler):
         return self.n // self.world_size
 
 
-class _Batches(Sampler):
+class _Batches(BatchSampler):
     """Groups a sampler's indices into batches, so the loader reads each batch with one `dataset[indices]`
     (one Arrow slice, already stacked tensors) instead of one row at a time. `skip_next` drops the first
-    batches of the next pass only: that is how a run resumed mid-epoch continues where it stopped."""
+    batches of the next pass only: that is how a run resumed mid-epoch continues where it stopped. A
+    BatchSampler subclass, so that accelerate's prepare() recognises it and shards whole batches."""
 
     def __init__(self, sampler, batch_size, drop_last):
-        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+        super().__init__(sampler, batch_size, drop_last)
         self.skip_next = 0
 
     def __iter__(self):

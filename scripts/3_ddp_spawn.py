@@ -1,0 +1,187 @@
+"""Rung 3: DistributedDataParallel, one process per device, started by the script with mp.spawn.
+
+Rung 2 plus the lines DDP needs. Each process owns one device and a full replica of the model; each step it
+trains on its own share of the global batch, and DDP all-reduces (averages) the gradients while backward runs,
+so every replica takes the same optimizer step. What changes from rung 2:
+  - a process group: MASTER_ADDR/MASTER_PORT name the rendezvous (a free port unless MASTER_PORT is set),
+    init_process_group joins it (nccl on GPUs, gloo on CPU), destroy_process_group leaves it;
+  - rank and world size come from the group; only rank 0 (`is_main`) prints and writes files;
+  - DistributedSampler gives each rank its share of every global batch, reshuffled by set_epoch;
+  - DDP(model) instead of DataParallel; the loss printed is all-reduced over ranks; eval gathers every rank's
+    predictions (each sample exactly once); rank 0 saves and a barrier keeps the others from running ahead.
+The global batch is --batch-size x processes: rung 1 at --batch-size 32 trains on the same batches as this rung
+with 2 processes at --batch-size 16, and ends on the same weights.
+
+Launch:
+    python scripts/3_ddp_spawn.py                     # one process per visible GPU (2 processes on CPU)
+    python scripts/3_ddp_spawn.py --nproc 2 --batch-size 16
+    make ddp-spawn-2gpu     (CPU: make ddp-spawn-cpu)
+
+Writes <output-dir>/model.safetensors and <output-dir>/metrics.json (default output dir: out/3_ddp_spawn).
+Next rung: 4_ddp_torchrun.py.
+"""
+import os
+import socket
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data.distributed import DistributedSampler
+
+from common import UsageError, checkpoint, cli, data, metrics, models
+
+
+def all_gather_uneven(tensor):
+    """Concatenate every rank's tensor in rank order. dist.all_gather needs equal sizes and the eval shards may
+    differ by one sample, so pad to the largest shard, gather, then cut each rank's padding off again."""
+    size = torch.tensor([tensor.shape[0]], device=tensor.device)
+    sizes = [torch.zeros_like(size) for _ in range(dist.get_world_size())]
+    dist.all_gather(sizes, size)
+    padded = tensor.new_zeros((int(max(sizes)), *tensor.shape[1:]))
+    padded[: tensor.shape[0]] = tensor
+    gathered = [torch.zeros_like(padded) for _ in sizes]
+    dist.all_gather(gathered, padded)
+    return torch.cat([g[: int(n)] for g, n in zip(gathered, sizes)])
+
+
+def evaluate(model, loader, device):
+    """Accuracy and mean loss over the eval samples, each counted exactly once."""
+    model.eval()
+    results = []
+    with torch.no_grad():
+        for batch in loader:
+            inputs, targets = batch["inputs"].to(device), batch["labels"].to(device)
+            logits = model(inputs)
+            batch_results = (logits.argmax(dim=-1), targets, F.cross_entropy(logits, targets, reduction="none"))
+            results.append(batch_results)
+    preds, labels, losses = (torch.cat(r) for r in zip(*results))
+    preds, labels, losses = (all_gather_uneven(t) for t in (preds, labels, losses))  # every sample, once
+    model.train()
+    return metrics.classification(preds.cpu(), labels.cpu(), losses.cpu())
+
+
+def main(local_rank, args):
+    wall_start = time.perf_counter()
+
+    # -- setup -------------------------------------------------------------------------------------------
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)  # before init: NCCL binds this process to its own GPU
+    else:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // args.nproc))  # N processes share the cores
+    dist.init_process_group(backend, rank=local_rank, world_size=args.nproc,
+                            timeout=timedelta(seconds=args.dist_timeout))
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    is_main = rank == 0  # one process prints and writes files
+    device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(args.seed)  # the same initial weights in every rung
+    if is_main:
+        cli.check_writable(args.output_dir)
+
+    # -- data --------------------------------------------------------------------------------------------
+    if not is_main:
+        dist.barrier()  # rank 0 builds the dataset cache first; the others then load it
+    train_ds, eval_ds, info = data.build(args)
+    if is_main:
+        dist.barrier()
+    sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)  # each rank its share of each batch
+    train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
+                               pin_memory=torch.cuda.is_available())
+    eval_shard = eval_ds.shard(num_shards=world_size, index=rank, contiguous=True)  # no padding, no duplicates
+    eval_loader = data.loader(eval_shard, args.batch_size, num_workers=args.num_workers)
+    global_batch = args.batch_size * world_size
+
+    # -- model -------------------------------------------------------------------------------------------
+    model = models.build(info, args.model).to(device)
+    if args.sync_bn and torch.cuda.is_available():
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)  # batch statistics over the global batch
+    elif args.sync_bn and is_main:
+        print("--sync-bn: PyTorch's SyncBatchNorm only works on GPUs; training with per-process BatchNorm")
+    model = DDP(model, device_ids=[local_rank] if torch.cuda.is_available() else None)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
+                                                    is_main)
+    data.skip_batches(train_loader, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
+    if is_main:
+        print(f"{Path(__file__).stem}: {info.name} ({len(train_ds)} train / {len(eval_ds)} eval), "
+              f"{type(checkpoint.unwrap(model)).__name__}, device {device}, world size {world_size}, "
+              f"global batch {global_batch}")
+
+    # -- loop --------------------------------------------------------------------------------------------
+    train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
+    while epoch < args.epochs and step < args.max_steps:
+        sampler.set_epoch(epoch)
+        loss_sum, loss_steps = torch.zeros((), device=device), 0
+        epoch_start = time.perf_counter()
+        for batch in tqdm(train_loader, desc=f"epoch {epoch}", initial=batch_in_epoch, leave=False,
+                          disable=not (is_main and sys.stderr.isatty())):
+            inputs = batch["inputs"].to(device, non_blocking=True)
+            targets = batch["labels"].to(device, non_blocking=True)
+            loss = F.cross_entropy(model(inputs), targets)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss_sum += loss.detach()  # summed on the device: no host sync (.item()) per step
+            loss_steps += 1
+            step += 1
+            batch_in_epoch += 1
+            if step >= args.max_steps:
+                break
+        train_seconds += time.perf_counter() - epoch_start
+        samples_seen += loss_steps * global_batch
+        dist.all_reduce(loss_sum)  # the loss over the global batch, not rank 0's share alone
+        train_loss = (loss_sum / max(loss_steps, 1) / world_size).item()
+        if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
+            epoch, batch_in_epoch = epoch + 1, 0
+        results = evaluate(model, eval_loader, device)
+        if is_main:
+            print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
+                  f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
+            checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=args.keep)
+        dist.barrier()  # no rank runs ahead (or exits, or resumes) before rank 0's checkpoint is on disk
+
+    # -- save --------------------------------------------------------------------------------------------
+    if results is None:  # resumed a run that had already finished: nothing to train, still report
+        results = evaluate(model, eval_loader, device)
+    if is_main:
+        checkpoint.save_model(Path(args.output_dir) / "model.safetensors", model)
+        metrics.write_json(Path(args.output_dir) / "metrics.json", {
+            **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device),
+            "model": type(checkpoint.unwrap(model)).__name__, "world_size": world_size,
+            "global_batch_size": global_batch,
+            "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
+            "samples_per_second": samples_seen / train_seconds if train_seconds else 0.0,
+            "wall_seconds": time.perf_counter() - wall_start})
+        print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
+              f"{step} steps -> {args.output_dir}/model.safetensors")
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(args):
+    """Start one training process per device; mp.spawn calls main(local_rank, args) in each."""
+    gpus = torch.cuda.device_count()
+    args.nproc = args.nproc or gpus or 2
+    if gpus and args.nproc > gpus:
+        raise UsageError(f"--nproc {args.nproc} but only {gpus} GPU(s) visible: lower --nproc (one process per GPU)")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")  # where rank 0 listens for the others
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
+    mp.spawn(main, args=(args,), nprocs=args.nproc)
+
+
+if __name__ == "__main__":
+    cli.run(spawn, __doc__)
