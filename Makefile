@@ -6,9 +6,18 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-requirements
 TASK ?= digits
 ARGS ?=
+NPROC ?= 2
+PORT ?= 29500
+# torchrun restarts over gloo failed or hung 5 times in 8 here unless workers stop sharing the rendezvous store.
+TORCHRUN := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/torchrun
+ACCELERATE := $(VENV)/bin/accelerate
+# A GPU target on a machine with fewer GPUs than it needs stops here, naming its CPU twin.
+need_gpus = @$(PY) -c "import sys, torch; n = torch.cuda.device_count(); sys.exit(0 if n >= $(1) else \
+	print('error: make $@ needs $(1) GPUs, this machine has %d: run make $(2) instead' % n, file=sys.stderr) or 2)"
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test single-gpu dp clean
+.PHONY: help install demo test single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 26
@@ -33,6 +42,39 @@ single-gpu: install ## rung 1: one process, one device (GPU, else CPU)
 
 dp: install ## rung 2: nn.DataParallel over the visible GPUs (runs as rung 1 on CPU)
 	$(PY) scripts/2_data_parallel.py --task $(TASK) $(ARGS)
+
+ddp-spawn-2gpu: install ## rung 3: DDP, NPROC GPUs, processes started by mp.spawn
+	$(call need_gpus,$(NPROC),ddp-spawn-cpu)
+	$(PY) scripts/3_ddp_spawn.py --nproc $(NPROC) --task $(TASK) $(ARGS)
+
+ddp-2gpu: install ## rung 4: DDP under torchrun, NPROC GPUs, restartable
+	$(call need_gpus,$(NPROC),ddp-cpu)
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/4_ddp_torchrun.py --task $(TASK) $(ARGS)
+
+ddp-amp-2gpu: install ## rung 5: DDP + bf16 autocast under torchrun, NPROC GPUs
+	$(call need_gpus,$(NPROC),ddp-amp-cpu)
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/5_ddp_amp.py --mixed-precision bf16 --task $(TASK) $(ARGS)
+
+accelerate-2gpu: install ## rung 6: accelerate launch, 2 GPUs, bf16 (accelerate_configs/2gpu_bf16.yaml)
+	$(call need_gpus,2,accelerate-cpu)
+	$(ACCELERATE) launch --config_file accelerate_configs/2gpu_bf16.yaml scripts/6_accelerate.py --task $(TASK) $(ARGS)
+
+fsdp-2gpu: install ## rung 6 under FSDP, 2 GPUs (accelerate_configs/fsdp_2gpu.yaml)
+	$(call need_gpus,2,accelerate-cpu)
+	$(ACCELERATE) launch --config_file accelerate_configs/fsdp_2gpu.yaml scripts/6_accelerate.py --task $(TASK) $(ARGS)
+
+ddp-spawn-cpu: install ## rung 3 on CPU: NPROC processes over gloo
+	$(PY) scripts/3_ddp_spawn.py --nproc $(NPROC) --task $(TASK) $(ARGS)
+
+ddp-cpu: install ## rung 4 on CPU: torchrun, NPROC processes over gloo
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/4_ddp_torchrun.py --task $(TASK) $(ARGS)
+
+ddp-amp-cpu: install ## rung 5 on CPU: torchrun, NPROC processes, bf16 autocast
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/5_ddp_amp.py --mixed-precision bf16 --task $(TASK) $(ARGS)
+
+accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gloo (cpu_2proc.yaml)
+	$(ACCELERATE) launch --config_file accelerate_configs/cpu_2proc.yaml --main_process_port $(PORT) \
+		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 clean: ## remove outputs and the data cache (not the virtualenv)
 	rm -rf out .cache

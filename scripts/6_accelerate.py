@@ -70,9 +70,10 @@ def main(args):
     rank, world_size = accelerator.process_index, accelerator.num_processes
     is_main = accelerator.is_main_process  # one process prints and writes files
     device = accelerator.device
-    if world_size != int(os.environ.get("WORLD_SIZE", 1)):
-        raise UsageError(f"the launch asked for {os.environ.get('WORLD_SIZE')} processes but the Accelerator sees "
-                         f"{world_size}: use a MULTI_GPU config (with use_cpu: true on CPU), not MULTI_CPU")
+    asked = os.environ.get("WORLD_SIZE")  # set by accelerate launch's torchrun; a MULTI_CPU launch sets none
+    if (asked is None and "MASTER_PORT" in os.environ) or (asked is not None and int(asked) != world_size):
+        raise UsageError(f"the launch asked for {asked or 'several'} processes but the Accelerator sees {world_size}"
+                         f": use a MULTI_GPU config (with use_cpu: true on CPU), not MULTI_CPU")
     if is_main and device.type == "cpu" and accelerator.mixed_precision == "fp16":
         print("mixed_precision fp16 on CPU: accelerate runs it in fp32 (no autocast, no scaler); use bf16")
     torch.manual_seed(args.seed)  # the same initial weights in every rung

@@ -72,6 +72,12 @@ def _fsync(path):
         os.close(fd)
 
 
+def _device(device):
+    """safetensors takes "cpu" or "cuda:N"; accelerate's CPU device prints as "cpu:0"."""
+    device = torch.device(device)
+    return "cpu" if device.type == "cpu" else str(device)
+
+
 def _sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -159,8 +165,8 @@ def _read(path, device):
             raise CheckpointError(f"checkpoint file {str(file)!r} {problem}: delete {str(path)!r} or resume "
                                   f"from another checkpoint")
     try:
-        model_sd = load_file(path / "model.safetensors", device=str(device))
-        opt_sd = load_file(path / "optimizer.safetensors", device=str(device))
+        model_sd = load_file(path / "model.safetensors", device=_device(device))
+        opt_sd = load_file(path / "optimizer.safetensors", device=_device(device))
         with open(path / "optimizer.safetensors", "rb") as f:
             header_len = int.from_bytes(f.read(8), "little")
             metadata = json.loads(f.read(header_len)).get("__metadata__", {})
@@ -257,7 +263,7 @@ def save_model(path, model):
 def load_model(path, model, device="cpu"):
     """Load weights written by `save_model` (or a checkpoint's model.safetensors) into `model`."""
     try:
-        tensors = load_file(path, device=str(device))
+        tensors = load_file(path, device=_device(device))
     except Exception as e:  # safetensors raises several types for a file that is not safetensors
         raise CheckpointError(f"{str(path)!r} is not a readable safetensors file ({e})") from None
     _check_fits(path, model, tensors)
