@@ -94,8 +94,8 @@ def test_skip_batches_resumes_mid_epoch():
 def test_eval_shards_cover_every_sample_once(data_dir):
     _, eval_, _ = data.build(args_for(data_dir, task="cancer"))
     for world_size in (1, 2, 3, 4):
-        labels = torch.cat([torch.cat([b["labels"] for b in data.loader(eval_.shard(world_size, r, contiguous=True), 16)])
-                            for r in range(world_size)])
+        shards = [eval_.shard(world_size, r, contiguous=True) for r in range(world_size)]
+        labels = torch.cat([b["labels"] for shard in shards for b in data.loader(shard, 16)])
         assert torch.equal(labels, eval_[:]["labels"])
 
 

@@ -2,7 +2,6 @@
 same weights as rung 1."""
 import json
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,17 +11,12 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import ROOT, run_script
+from demo import free_port
 
 BIN = Path(sys.executable).parent
 TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2"]
 FP32_TOLERANCE = 1e-5  # max |w - w_rung1| for every fp32 rung (measured: ~6e-8)
 BF16_TOLERANCE = {"weights": 0.05, "accuracy": 0.02, "train_loss": 0.02}  # measured: see test_amp_bf16
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def accelerate(config="cpu_2proc"):

@@ -135,7 +135,7 @@ def _spec(args):
         stat = local.stat()
         source = str(local.resolve())
         fingerprint = [stat.st_size, stat.st_mtime_ns]
-    elif os.sep in source and not _looks_like_hub_name(source) or local.suffix in FILE_BUILDERS:
+    elif (os.sep in source and not _looks_like_hub_name(source)) or local.suffix in FILE_BUILDERS:
         raise UsageError(f"dataset path {args.dataset!r} does not exist: check the path (or pass a hub "
                          f"dataset name as ORG/NAME)")
     else:
