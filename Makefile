@@ -10,10 +10,12 @@ NPROC ?= 2
 PORT ?= 29500
 # torchrun restarts over gloo failed or hung 5 times in 8 here unless workers stop sharing the rendezvous store.
 TORCHRUN := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/torchrun
-ACCELERATE := $(VENV)/bin/accelerate
-# A GPU target on a machine with fewer GPUs than it needs stops here, naming its CPU twin.
-need_gpus = @$(PY) -c "import sys, torch; n = torch.cuda.device_count(); sys.exit(0 if n >= $(1) else \
-	print('error: make $@ needs $(1) GPUs, this machine has %d: run make $(2) instead' % n, file=sys.stderr) or 2)"
+ACCELERATE := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/accelerate
+CONFIG ?=
+# Every distributed target is checked before it launches (scripts/launch_check.py): too few GPUs, a missing or
+# invalid accelerate config, a port in use each stop here in one line, naming the fix.
+CHECK := $(PY) scripts/launch_check.py
+need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
@@ -56,11 +58,12 @@ ddp-amp-2gpu: install ## rung 5: DDP + bf16 autocast under torchrun, NPROC GPUs
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/5_ddp_amp.py --mixed-precision bf16 --task $(TASK) $(ARGS)
 
 accelerate-2gpu: install ## rung 6: accelerate launch, 2 GPUs, bf16 (accelerate_configs/2gpu_bf16.yaml)
-	$(call need_gpus,2,accelerate-cpu)
-	$(ACCELERATE) launch --config_file accelerate_configs/2gpu_bf16.yaml scripts/6_accelerate.py --task $(TASK) $(ARGS)
+	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/2gpu_bf16.yaml) --cpu-target "make accelerate-cpu"
+	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/2gpu_bf16.yaml) scripts/6_accelerate.py \
+		--task $(TASK) $(ARGS)
 
 fsdp-2gpu: install ## rung 6 under FSDP, 2 GPUs (accelerate_configs/fsdp_2gpu.yaml)
-	$(call need_gpus,2,accelerate-cpu)
+	@$(CHECK) --config accelerate_configs/fsdp_2gpu.yaml --cpu-target "make accelerate-cpu"
 	$(ACCELERATE) launch --config_file accelerate_configs/fsdp_2gpu.yaml scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 ddp-spawn-cpu: install ## rung 3 on CPU: NPROC processes over gloo
@@ -72,8 +75,9 @@ ddp-cpu: install ## rung 4 on CPU: torchrun, NPROC processes over gloo
 ddp-amp-cpu: install ## rung 5 on CPU: torchrun, NPROC processes, bf16 autocast
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/5_ddp_amp.py --mixed-precision bf16 --task $(TASK) $(ARGS)
 
-accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gloo (cpu_2proc.yaml)
-	$(ACCELERATE) launch --config_file accelerate_configs/cpu_2proc.yaml --main_process_port $(PORT) \
+accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gloo (CONFIG: cpu_2proc.yaml)
+	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --port $(PORT)
+	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --main_process_port $(PORT) \
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 clean: ## remove outputs and the data cache (not the virtualenv)

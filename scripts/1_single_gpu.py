@@ -1,7 +1,8 @@
 """Rung 1: a plain training loop on one device. Every later rung is this file plus the lines of one concept.
 
 One process, one device (the GPU if there is one, else the CPU). Trains on the built-in `digits` task by
-default, evaluates every epoch, writes a checkpoint every epoch, and resumes from one.
+default, evaluates every epoch, writes a checkpoint every epoch, and resumes from one. SIGTERM (what Slurm and
+Kubernetes send before they kill a job) makes it finish the step, write a checkpoint and exit with code 143.
 
 Launch:
     python scripts/1_single_gpu.py                    # digits (8x8 images), small CNN, 10 epochs
@@ -20,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from common import checkpoint, cli, data, metrics, models
+from common import checkpoint, cli, data, metrics, models, preemption
 
 
 def evaluate(model, loader, device):
@@ -71,7 +72,8 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
-    while epoch < args.epochs and step < args.max_steps:
+    preempted, stopping = preemption.Preemption(), False  # SIGTERM: finish the step, checkpoint, exit
+    while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)
         loss_sum, loss_steps = torch.zeros((), device=device), 0
         epoch_start = time.perf_counter()
@@ -87,20 +89,27 @@ def main(args):
             loss_steps += 1
             step += 1
             batch_in_epoch += 1
-            if step >= args.max_steps:
+            stopping = step % preemption.CHECK_EVERY == 0 and preempted.requested
+            if step >= args.max_steps or stopping:
                 break
         train_seconds += time.perf_counter() - epoch_start
         samples_seen += loss_steps * global_batch
         train_loss = (loss_sum / max(loss_steps, 1)).item()
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
-        results = evaluate(model, eval_loader, device)
+        if not stopping:  # on SIGTERM the checkpoint comes first: eval could outlast the grace period
+            results = evaluate(model, eval_loader, device)
+            if is_main:
+                print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
+                      f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
         if is_main:
-            print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
-                  f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
             checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=args.keep)
 
     # -- save --------------------------------------------------------------------------------------------
+    if stopping:  # SIGTERM: the checkpoint is on disk; exit with the code of a terminated process
+        if is_main:
+            print(f"stopped by SIGTERM at step {step}, checkpoint saved: rerun with --resume auto to continue")
+        sys.exit(preemption.EXIT_CODE)
     if results is None:  # resumed a run that had already finished: nothing to train, still report
         results = evaluate(model, eval_loader, device)
     if is_main:

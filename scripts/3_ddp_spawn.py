@@ -21,7 +21,7 @@ Writes <output-dir>/model.safetensors and <output-dir>/metrics.json (default out
 Next rung: 4_ddp_torchrun.py.
 """
 import os
-import socket
+import signal
 import sys
 import time
 from datetime import timedelta
@@ -37,7 +37,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
-from common import UsageError, checkpoint, cli, data, metrics, models
+from common import UsageError, checkpoint, cli, data, metrics, models, preemption
 
 
 def all_gather_uneven(tensor):
@@ -51,6 +51,14 @@ def all_gather_uneven(tensor):
     gathered = [torch.zeros_like(padded) for _ in sizes]
     dist.all_gather(gathered, padded)
     return torch.cat([g[: int(n)] for g, n in zip(gathered, sizes)])
+
+
+def any_rank(flag, device):
+    """True on every rank if `flag` is True on any rank. All ranks must leave the training loop at the same
+    step: a rank that stops alone leaves the others waiting forever in DDP's next gradient all-reduce."""
+    flag = torch.tensor(int(flag), device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag)
 
 
 def evaluate(model, loader, device):
@@ -118,7 +126,8 @@ def main(local_rank, args):
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
-    while epoch < args.epochs and step < args.max_steps:
+    preempted, stopping = preemption.Preemption(), False  # SIGTERM: finish the step, checkpoint, exit
+    while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)
         loss_sum, loss_steps = torch.zeros((), device=device), 0
         epoch_start = time.perf_counter()
@@ -134,7 +143,8 @@ def main(local_rank, args):
             loss_steps += 1
             step += 1
             batch_in_epoch += 1
-            if step >= args.max_steps:
+            stopping = step % preemption.CHECK_EVERY == 0 and any_rank(preempted.requested, device)
+            if step >= args.max_steps or stopping:
                 break
         train_seconds += time.perf_counter() - epoch_start
         samples_seen += loss_steps * global_batch
@@ -142,14 +152,21 @@ def main(local_rank, args):
         train_loss = (loss_sum / max(loss_steps, 1) / world_size).item()
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
-        results = evaluate(model, eval_loader, device)
+        if not stopping:  # on SIGTERM the checkpoint comes first: eval could outlast the grace period
+            results = evaluate(model, eval_loader, device)
+            if is_main:
+                print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
+                      f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
         if is_main:
-            print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
-                  f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
             checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=args.keep)
         dist.barrier()  # no rank runs ahead (or exits, or resumes) before rank 0's checkpoint is on disk
 
     # -- save --------------------------------------------------------------------------------------------
+    if stopping:  # SIGTERM: the checkpoint is on disk; exit with the code of a terminated process
+        if is_main:
+            print(f"stopped by SIGTERM at step {step}, checkpoint saved: rerun with --resume auto to continue")
+        dist.destroy_process_group()
+        sys.exit(preemption.EXIT_CODE)
     if results is None:  # resumed a run that had already finished: nothing to train, still report
         results = evaluate(model, eval_loader, device)
     if is_main:
@@ -166,12 +183,6 @@ def main(local_rank, args):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def spawn(args):
     """Start one training process per device; mp.spawn calls main(local_rank, args) in each."""
     gpus = torch.cuda.device_count()
@@ -179,8 +190,13 @@ def spawn(args):
     if gpus and args.nproc > gpus:
         raise UsageError(f"--nproc {args.nproc} but only {gpus} GPU(s) visible: lower --nproc (one process per GPU)")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")  # where rank 0 listens for the others
-    os.environ.setdefault("MASTER_PORT", str(free_port()))
-    mp.spawn(main, args=(args,), nprocs=args.nproc)
+    os.environ["MASTER_PORT"] = str(cli.free_port(int(os.environ.get("MASTER_PORT", 0)),
+                                                  "set MASTER_PORT to a free port, or unset it to get one"))
+    context = mp.spawn(main, args=(args,), nprocs=args.nproc, join=False)
+    # A SIGTERM sent to this parent alone (Kubernetes signals PID 1) goes on to the workers, which checkpoint
+    signal.signal(signal.SIGTERM, lambda *_: [os.kill(p.pid, signal.SIGTERM) for p in context.processes])
+    while not context.join():
+        pass
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
-from common import UsageError, checkpoint, cli, data, metrics, models
+from common import UsageError, checkpoint, cli, data, metrics, models, preemption
 
 
 def all_gather_uneven(tensor):
@@ -47,6 +47,14 @@ def all_gather_uneven(tensor):
     gathered = [torch.zeros_like(padded) for _ in sizes]
     dist.all_gather(gathered, padded)
     return torch.cat([g[: int(n)] for g, n in zip(gathered, sizes)])
+
+
+def any_rank(flag, device):
+    """True on every rank if `flag` is True on any rank. All ranks must leave the training loop at the same
+    step: a rank that stops alone leaves the others waiting forever in DDP's next gradient all-reduce."""
+    flag = torch.tensor(int(flag), device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag)
 
 
 def evaluate(model, loader, device, device_type, amp_dtype):
@@ -116,6 +124,10 @@ def main(args):
     scaler = torch.amp.GradScaler(device_type, enabled=args.mixed_precision == "fp16")  # fp16 only
     if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)) > 0:
         args.resume = "auto"  # torchrun restarted us after a failure: continue from the newest checkpoint
+    elif is_main and os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0") != "0" and \
+            os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # pytorch issue 135712
+        print("warning: restarts may fail or hang (over gloo: 5 times in 8 here) while workers share torchrun's "
+              "rendezvous store: set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the launcher's environment")
     epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
                                                     is_main, scaler=scaler)
     data.skip_batches(train_loader, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
@@ -126,7 +138,8 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
-    while epoch < args.epochs and step < args.max_steps:
+    preempted, stopping = preemption.Preemption(), False  # SIGTERM: finish the step, checkpoint, exit
+    while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)
         loss_sum, loss_steps = torch.zeros((), device=device), 0
         epoch_start = time.perf_counter()
@@ -144,7 +157,8 @@ def main(args):
             loss_steps += 1
             step += 1
             batch_in_epoch += 1
-            if step >= args.max_steps:
+            stopping = step % preemption.CHECK_EVERY == 0 and any_rank(preempted.requested, device)
+            if step >= args.max_steps or stopping:
                 break
         train_seconds += time.perf_counter() - epoch_start
         samples_seen += loss_steps * global_batch
@@ -152,15 +166,22 @@ def main(args):
         train_loss = (loss_sum / max(loss_steps, 1) / world_size).item()
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
-        results = evaluate(model, eval_loader, device, device_type, amp_dtype)
+        if not stopping:  # on SIGTERM the checkpoint comes first: eval could outlast the grace period
+            results = evaluate(model, eval_loader, device, device_type, amp_dtype)
+            if is_main:
+                print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
+                      f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
         if is_main:
-            print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
-                  f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
             checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=args.keep,
                             scaler=scaler)
         dist.barrier()  # no rank runs ahead (or exits, or resumes) before rank 0's checkpoint is on disk
 
     # -- save --------------------------------------------------------------------------------------------
+    if stopping:  # SIGTERM: the checkpoint is on disk; exit with the code of a terminated process
+        if is_main:
+            print(f"stopped by SIGTERM at step {step}, checkpoint saved: rerun with --resume auto to continue")
+        dist.destroy_process_group()
+        sys.exit(preemption.EXIT_CODE)
     if results is None:  # resumed a run that had already finished: nothing to train, still report
         results = evaluate(model, eval_loader, device, device_type, amp_dtype)
     if is_main:

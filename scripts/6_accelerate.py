@@ -38,7 +38,14 @@ from accelerate.utils import InitProcessGroupKwargs
 from torch import nn
 from torch.utils.data.distributed import DistributedSampler
 
-from common import UsageError, checkpoint, cli, data, metrics, models
+from common import UsageError, checkpoint, cli, data, metrics, models, preemption
+
+
+def any_rank(flag, accelerator):
+    """True on every rank if `flag` is True on any rank. All ranks must leave the training loop at the same
+    step: a rank that stops alone leaves the others waiting forever in DDP's next gradient all-reduce."""
+    flag = torch.tensor(int(flag), device=accelerator.device)
+    return bool(accelerator.reduce(flag, "sum"))  # accelerator.set_trigger/check_trigger do the same
 
 
 def evaluate(model, loader, device, accelerator):
@@ -63,6 +70,9 @@ def main(args):
     wall_start = time.perf_counter()
 
     # -- setup -------------------------------------------------------------------------------------------
+    if "WORLD_SIZE" in os.environ and "RANK" not in os.environ:
+        raise UsageError("WORLD_SIZE is set but RANK is not: launch with accelerate launch --config_file "
+                         "accelerate_configs/cpu_2proc.yaml scripts/6_accelerate.py, or unset WORLD_SIZE")
     if not torch.cuda.is_available():
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", 1))))
     accelerator = Accelerator(cpu=not torch.cuda.is_available(),  # cpu=True: real gloo ranks on a CPU
@@ -99,6 +109,10 @@ def main(args):
     model, optimizer, eval_loader = accelerator.prepare(model, optimizer, eval_loader)  # DDP, AMP, sharding
     if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)) > 0:
         args.resume = "auto"  # torchrun restarted us after a failure: continue from the newest checkpoint
+    elif is_main and os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0") != "0" and \
+            os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # pytorch issue 135712
+        print("warning: restarts may fail or hang (over gloo: 5 times in 8 here) while workers share torchrun's "
+              "rendezvous store: use rdzv_backend: c10d in the config and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1")
     epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
                                                     is_main)
     data.skip_batches(train_loader, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
@@ -109,7 +123,8 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
-    while epoch < args.epochs and step < args.max_steps:
+    preempted, stopping = preemption.Preemption(), False  # SIGTERM: finish the step, checkpoint, exit
+    while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)
         loss_sum, loss_steps = torch.zeros((), device=device), 0
         epoch_start = time.perf_counter()
@@ -126,7 +141,8 @@ def main(args):
             loss_steps += 1
             step += 1
             batch_in_epoch += 1
-            if step >= args.max_steps:
+            stopping = step % preemption.CHECK_EVERY == 0 and any_rank(preempted.requested, accelerator)
+            if step >= args.max_steps or stopping:
                 break
         train_seconds += time.perf_counter() - epoch_start
         samples_seen += loss_steps * global_batch
@@ -134,15 +150,22 @@ def main(args):
         train_loss = (loss_sum / max(loss_steps, 1)).item()
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
-        results = evaluate(model, eval_loader, device, accelerator)
+        if not stopping:  # on SIGTERM the checkpoint comes first: eval could outlast the grace period
+            results = evaluate(model, eval_loader, device, accelerator)
+            if is_main:
+                print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
+                      f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
         if is_main:
-            print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
-                  f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
             checkpoint.save(args.output_dir, accelerator.unwrap_model(model), optimizer, step, epoch,
                             batch_in_epoch, keep=args.keep)
         accelerator.wait_for_everyone()  # no rank runs ahead (or exits, or resumes) before the checkpoint is on disk
 
     # -- save --------------------------------------------------------------------------------------------
+    if stopping:  # SIGTERM: the checkpoint is on disk; exit with the code of a terminated process
+        if is_main:
+            print(f"stopped by SIGTERM at step {step}, checkpoint saved: rerun with --resume auto to continue")
+        accelerator.end_training()
+        sys.exit(preemption.EXIT_CODE)
     if results is None:  # resumed a run that had already finished: nothing to train, still report
         results = evaluate(model, eval_loader, device, accelerator)
     if is_main:

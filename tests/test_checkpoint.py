@@ -1,6 +1,10 @@
 import json
 import os
 import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -90,15 +94,50 @@ def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, 
 def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
     model, opt = trained()
     checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    real_save_file = checkpoint.save_file
 
-    def disk_full(*a, **k):
+    def disk_full(tensors, filename, metadata=None):  # half a file lands, then the disk is full
+        real_save_file(tensors, filename, metadata=metadata)
+        with open(filename, "r+b") as f:
+            f.truncate(os.path.getsize(filename) // 2)
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(checkpoint, "save_file", disk_full)
-    with pytest.raises(OSError):
+    with pytest.raises(CheckpointError) as e:
         checkpoint.save(tmp_path, model, opt, 2, 0, 2)
     monkeypatch.undo()
+    message = str(e.value)
+    assert "\n" not in message and "No space left on device" in message and "step-00000002" in message
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-00000001"]  # no debris
+    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+
+
+def test_process_killed_between_writing_and_renaming(tmp_path):
+    """A real SIGKILL at the commit point (not an exception): the next --resume auto takes the previous one."""
+    script = f"""
+import os, signal, sys, torch
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_checkpoint import trained
+from common import checkpoint
+model, opt = trained()
+checkpoint.save({str(tmp_path)!r}, model, opt, 1, 0, 1)
+checkpoint.os.rename = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+checkpoint.save({str(tmp_path)!r}, model, opt, 2, 0, 2)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "scripts")
+    assert proc.returncode == -signal.SIGKILL
+    debris = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp-")]
+    assert debris and (debris[0] / "state.json").exists()  # fully written, never committed
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000001"]
+    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+
+
+def test_final_model_write_error_is_one_line(tmp_path, monkeypatch):
+    model, _ = trained()
+    monkeypatch.setattr(checkpoint, "save_file", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space")))
+    with pytest.raises(CheckpointError, match="could not write"):
+        checkpoint.save_model(tmp_path / "model.safetensors", model)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "drop_state"])
@@ -156,6 +195,11 @@ def test_pickle_payload_is_never_executed(tmp_path):
         checkpoint.load(path, model, opt)
     with pytest.raises(CheckpointError):
         checkpoint.load_model(path / "model.safetensors", model)
+    torch.save({"model": Payload()}, tmp_path / "model.pt")  # what a torch.save checkpoint with a payload is
+    with pytest.raises(CheckpointError, match="is a file.*never loaded"):
+        checkpoint.load(tmp_path / "model.pt", model, opt)
+    with pytest.raises(CheckpointError, match="not a readable safetensors"):
+        checkpoint.load_model(tmp_path / "model.pt", model)
     assert not marker.exists()
 
 

@@ -111,18 +111,23 @@ def save(output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=3, scal
         shutil.rmtree(stale, ignore_errors=True)
     final = root / f"step-{step:08d}"
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
-    tmp.mkdir()
-    save_file(model_tensors(model), tmp / "model.safetensors", metadata={"format": FORMAT})
-    tensors, metadata = _optimizer_tensors(optimizer)
-    save_file(tensors, tmp / "optimizer.safetensors", metadata=metadata)
-    files = {name: _sha256(tmp / name) for name in ("model.safetensors", "optimizer.safetensors")}
-    state = {"format": FORMAT, "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
-             "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
-             "sha256": files}
-    (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
-    for name in (*files, "state.json"):
-        _fsync(tmp / name)
-    _fsync(tmp)
+    try:
+        tmp.mkdir()
+        save_file(model_tensors(model), tmp / "model.safetensors", metadata={"format": FORMAT})
+        tensors, metadata = _optimizer_tensors(optimizer)
+        save_file(tensors, tmp / "optimizer.safetensors", metadata=metadata)
+        files = {name: _sha256(tmp / name) for name in ("model.safetensors", "optimizer.safetensors")}
+        state = {"format": FORMAT, "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
+                 "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
+                 "sha256": files}
+        (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+        for name in (*files, "state.json"):
+            _fsync(tmp / name)
+        _fsync(tmp)
+    except OSError as e:  # a full disk, a quota, a vanished mount: the checkpoints already there are intact
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CheckpointError(f"could not write checkpoint {str(final)!r} ({e.strerror or e}): free space in "
+                              f"--output-dir or point it elsewhere; the earlier checkpoints are intact") from None
     old = None
     if final.exists():  # the same step saved again (a resumed run): move the old one aside first
         old = root / f".tmp-old-{final.name}-{os.getpid()}"
@@ -148,6 +153,10 @@ def list_checkpoints(output_dir):
 def _read(path, device):
     """Read and verify a checkpoint directory; returns (state, model tensors, optimizer tensors, metadata)."""
     path = Path(path)
+    if path.is_file():
+        raise CheckpointError(f"checkpoint {str(path)!r} is a file: a ddp-ladder checkpoint is a directory "
+                              f"(<output-dir>/checkpoints/step-N) of safetensors and JSON; pickle and torch.save "
+                              f"files are never loaded, they can run code")
     if not path.is_dir():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist: pass a checkpoint directory "
                               f"(<output-dir>/checkpoints/step-N), --resume auto, or --resume none")
@@ -255,9 +264,14 @@ def save_model(path, model):
     """Write the bare model's weights to `path` (e.g. <output-dir>/model.safetensors) atomically."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    save_file(model_tensors(model), tmp, metadata={"format": FORMAT})
-    _fsync(tmp)
-    os.replace(tmp, path)
+    try:
+        save_file(model_tensors(model), tmp, metadata={"format": FORMAT})
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"could not write {str(path)!r} ({e.strerror or e}): free space or pass another "
+                              f"--output-dir; the last checkpoint holds the same weights") from None
 
 
 def load_model(path, model, device="cpu"):

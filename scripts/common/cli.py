@@ -1,10 +1,12 @@
 """The one argument parser every rung uses. Flags are only ever added, never renamed or removed."""
 import argparse
 import os
+import re
+import socket
 import sys
 from pathlib import Path
 
-from common import UsageError
+from common import UsageError, preemption
 
 TASKS = ("digits", "cancer")  # built-in tasks, offline; --dataset replaces them with your own data
 
@@ -95,21 +97,66 @@ def check_writable(output_dir):
                          f"pass --output-dir to a writable directory") from None
 
 
+def free_port(port=0, fix="pick another port"):
+    """`port` if nothing listens on it yet (0: any free port); UsageError naming `fix` when it is taken."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise UsageError(f"port {port} is in use (another training, or one left over): {fix}") from None
+        return s.getsockname()[1]
+
+
 def run(main, description=None):
     """Parse the flags and run `main(args)`. Bad input, here or in a process that `main` spawned, becomes one
-    line on stderr and exit code 2 instead of a traceback."""
+    line on stderr and exit code 2 instead of a traceback; so do the usual distributed failures (a collective
+    that timed out, a rank that died), with their likely cause. A run stopped by SIGTERM exits with
+    preemption.EXIT_CODE, after its checkpoint."""
     try:
-        main(parse(description))
+        args = parse(description)
+    except UsageError as e:
+        if os.environ.get("RANK", "0") == "0":  # every rank parses the same flags: one of them says so
+            fail(e)
+        sys.exit(2)
+    try:
+        main(args)
     except UsageError as e:
         fail(e)
     except Exception as e:
-        if type(e).__name__ == "ProcessRaisedException":  # torch.multiprocessing.spawn: a child's traceback as text
-            name, _, message = str(e).strip().splitlines()[-1].partition(": ")
-            if name.rsplit(".", 1)[-1] in ("UsageError", "CheckpointError"):
-                fail(message)
+        name = type(e).__name__
+        if name == "ProcessExitedException" and e.exit_code == preemption.EXIT_CODE:  # mp.spawn'd workers
+            sys.exit(e.exit_code)
+        text = str(e).strip()
+        rank = None
+        if name == "ProcessRaisedException":  # torch.multiprocessing.spawn: a child's traceback as text
+            rank = e.error_index
+            name, _, text = text.splitlines()[-1].partition(": ")
+            name = name.rsplit(".", 1)[-1]
+            if name in ("UsageError", "CheckpointError"):
+                fail(text, rank)
+        problem = distributed_problem(text, args.dist_timeout)
+        if problem:
+            fail(problem, rank)
         raise
 
 
-def fail(message):
-    print(f"error: {message}", file=sys.stderr, flush=True)
+def distributed_problem(text, timeout):
+    """The likely cause, in one line, of an error a collective raised (gloo's or NCCL's words); None for any
+    other error."""
+    if re.search(r"timed out waiting|collective operation timeout", text, re.IGNORECASE):
+        return (f"a collective waited more than --dist-timeout {timeout:g} s: another rank stopped joining "
+                f"collectives (it hangs, or skipped one that the others entered); if it is only slow (a large "
+                f"checkpoint, a long eval), raise --dist-timeout")
+    if re.search(r"connection (closed|reset) by peer|broken pipe", text, re.IGNORECASE):
+        return ("another rank exited, so a collective lost its peer: the cause is that rank's error above, or the "
+                "launcher's report of how it died (exitcode -9: killed, e.g. out of memory)")
+    return None
+
+
+def fail(message, rank=None):
+    """Print `error: message` (naming the rank when there are several) and exit with code 2."""
+    if rank is None and int(os.environ.get("WORLD_SIZE", 1)) > 1:
+        rank = os.environ.get("RANK")
+    where = f" (rank {rank})" if rank is not None else ""
+    print(f"error{where}: {message}", file=sys.stderr, flush=True)
     sys.exit(2)
