@@ -18,7 +18,7 @@ CHECK := $(PY) scripts/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+.PHONY: help install demo test guides browser single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
 	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu clean
 
 help: ## list the targets
@@ -36,8 +36,16 @@ $(STAMP): requirements.txt
 demo: install ## the main job: every rung on the default task, one summary table
 	$(PY) scripts/demo.py -- --task $(TASK) $(ARGS)
 
-test: install ## run the test suite (offline)
+test: install browser ## run the test suite (offline)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) -m pytest -q tests $(ARGS)
+
+guides: install ## regenerate the step guides (Markdown and side-by-side HTML) from the scripts
+	$(PY) scripts/make_guides.py
+
+browser: ## Debian's chromium, for the test that renders a guide page (installed only when missing)
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ; } || \
+	  echo "warning: no chromium and no root apt-get: the browser test will fail (apt-get install chromium)"
 
 single-gpu: install ## rung 1: one process, one device (GPU, else CPU)
 	$(PY) scripts/1_single_gpu.py --task $(TASK) $(ARGS)

@@ -7,7 +7,8 @@ DDP_LADDER_FAULT="ACTION@STEP:RANK", fired once per DDP_LADDER_FAULT_MARKER file
     term-group   SIGTERM every process of the job: the launcher and all its workers (Slurm signals every
                  process of a job step; torchrun puts each worker in its own session, so no process group does)
     term-parent  SIGTERM the launcher only (Kubernetes signals PID 1); rungs 1-2 signal themselves
-    stall        stop joining collectives (a hung rank): sleep far past any timeout
+    stall        stop joining collectives (a hung rank): sleep far past any timeout. SIGTERM ends it at once, as
+                 SIGKILL would end a rank stuck in C code, so the launcher's clean-up does not wait 30 s
 """
 import os
 
@@ -68,6 +69,7 @@ if os.environ.get("DDP_LADDER_FAULT"):
         elif _action == "term-parent":
             os.kill(os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid(), signal.SIGTERM)
         elif _action == "stall":
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             time.sleep(600)
 
     register_optimizer_step_post_hook(_fire)

@@ -1,0 +1,185 @@
+"""The guides cannot drift: generated diffs are current, every hunk is explained, every step is within its
+budget, the side-by-side page renders in a real browser, and every `sh` command in a guide runs."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import make_guides
+from conftest import OFFLINE, ROOT
+
+GUIDES = ROOT / "guides"
+# The order the commands must run in: the step guides build on each other's output directories.
+GUIDE_ORDER = ["step-1-2.md", "step-2-3.md", "step-3-4.md", "step-4-5.md", "step-5-6.md", "old-apis.md",
+               "dp-vs-ddp.md", "troubleshooting.md", "multi-node.md", "fault-tolerance.md", "next-steps.md"]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def sh_blocks(path):
+    return re.findall(r"^```sh\n(.*?)^```", path.read_text(), re.S | re.M)
+
+
+def test_generated_guides_are_current():
+    proc = subprocess.run([sys.executable, ROOT / "scripts" / "make_guides.py", "--check"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr + "\nrun: make guides"
+
+
+def test_every_guide_is_listed_and_linked():
+    names = {p.name for p in GUIDES.glob("*.md")} - {"README.md"}
+    assert set(GUIDE_ORDER) == names, "a guide is missing from GUIDE_ORDER (or the other way round)"
+    index = (GUIDES / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for name in names:
+        assert f"({name})" in index, f"guides/README.md does not link {name}"
+        assert f"(guides/{name})" in readme, f"README.md does not link guides/{name}"
+    for step in make_guides.BUDGET:
+        assert f"(html/step-{step[0]}-{step[1]}.html)" in index
+    for path in GUIDES.glob("*.md"):  # every relative link points at a file that exists
+        prose = re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M))
+        for target in re.findall(r"\]\((?!https?:|#)([^)#]+)", prose):
+            assert (path.parent / target).exists(), f"{path.name} links {target}, which does not exist"
+
+
+def sources_copy(tmp_path, monkeypatch):
+    """The generator pointed at a copy of guides/, so a test can break the copy."""
+    copy = tmp_path / "guides"
+    shutil.copytree(GUIDES, copy)
+    monkeypatch.setattr(make_guides, "GUIDES", copy)
+    monkeypatch.setattr(make_guides, "SOURCES", copy / "src")
+    return copy
+
+
+def test_a_hunk_without_an_explanation_is_an_error(tmp_path, monkeypatch):
+    copy = sources_copy(tmp_path, monkeypatch)
+    source = copy / "src" / "step-1-2.md"
+    text = source.read_text()
+    source.write_text(re.sub(r"<!-- hunk: from torch.nn import DataParallel -->.*?(?=<!-- hunk:)", "", text,
+                             flags=re.S))
+    with pytest.raises(make_guides.GuideError, match="has no explanation.*from torch.nn import DataParallel"):
+        make_guides.build()
+
+
+def test_an_explanation_without_a_hunk_is_an_error(tmp_path, monkeypatch):
+    copy = sources_copy(tmp_path, monkeypatch)
+    source = copy / "src" / "step-3-4.md"
+    stale = "<!-- hunk: a line no script has -->\nStale.\n\n"
+    source.write_text(source.read_text().replace("<!-- after the diff -->", stale + "<!-- after the diff -->"))
+    with pytest.raises(make_guides.GuideError, match="no hunk of step 3->4 contains 'a line no script has'"):
+        make_guides.build()
+
+
+def test_a_step_over_its_budget_is_an_error(monkeypatch):
+    monkeypatch.setitem(make_guides.BUDGET, (4, 5), 10)
+    with pytest.raises(make_guides.GuideError, match="step 4->5 changes .* over its budget of 10"):
+        make_guides.build()
+
+
+def test_a_stale_guide_fails_the_check(tmp_path, monkeypatch, capsys):
+    copy = sources_copy(tmp_path, monkeypatch)
+    page = copy / "step-2-3.md"
+    page.write_text(page.read_text().replace("dist.barrier()", "dist.barrier()  # edited by hand", 1))
+    monkeypatch.setattr(sys, "argv", ["make_guides.py", "--check"])
+    with pytest.raises(SystemExit) as e:
+        make_guides.main()
+    assert e.value.code == 1 and "step-2-3.md" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["make_guides.py"])  # and `make guides` mends it, idempotently
+    make_guides.main()
+    assert "1 of 11 files written" in capsys.readouterr().out
+    make_guides.main()
+    assert "0 of 11 files written" in capsys.readouterr().out
+
+
+def test_the_step_guides_show_the_real_diff():
+    """Every changed line of every step appears in its guide, in a diff block, with its +/- sign."""
+    for (a, b) in make_guides.BUDGET:
+        guide = (GUIDES / f"step-{a}-{b}.md").read_text()
+        old = make_guides.rung(a).read_text().splitlines()
+        new = make_guides.rung(b).read_text().splitlines()
+        for hunk in make_guides.hunks(old, new):
+            assert hunk.header in guide
+            for tag, text in hunk.lines:
+                assert f"\n{tag}{text}\n" in guide, (a, b, tag, text)
+
+
+def test_side_by_side_page_renders_in_chromium(tmp_path):
+    """A real headless browser renders step 2->3: two columns, removed lines highlighted on the left, added on
+    the right, and one explanation row per hunk."""
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install chromium (make test does)"
+    from PIL import Image
+
+    page = GUIDES / "html" / "step-2-3.html"
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    n_hunks = len(make_guides.hunks(make_guides.rung(2).read_text().splitlines(),
+                                    make_guides.rung(3).read_text().splitlines()))
+    assert "scripts/2_data_parallel.py</th>" in dom and "scripts/3_ddp_spawn.py</th>" in dom
+    assert dom.count("class=\"why\"") == n_hunks
+    assert dom.count("class=\"add\"") > 50 and dom.count("class=\"del\"") > 10
+    shot = tmp_path / "step-2-3.png"
+    subprocess.run([*flags, "--window-size=1400,1800", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120)
+    image = Image.open(shot).convert("RGB")
+    width, height = image.size
+    pixels = image.load()
+    colours = {"left": set(), "right": set()}
+    for y in range(0, height, 3):
+        for x in range(0, width, 7):
+            colours["left" if x < width // 2 else "right"].add(pixels[x, y])
+    removed, added, explanation = (255, 235, 233), (218, 251, 225), (255, 248, 197)
+    assert removed in colours["left"] and removed not in colours["right"]
+    assert added in colours["right"] and added not in colours["left"]
+    assert explanation in colours["left"] and explanation in colours["right"]  # rows across both columns
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory, data_dir):
+    """A directory that looks like the repository root to the guides' commands, with its own out/."""
+    root = tmp_path_factory.mktemp("guide-commands")
+    for name in ("scripts", "accelerate_configs", "tests", "guides", ".venv", "Makefile", "requirements.txt"):
+        (root / name).symlink_to(ROOT / name)
+    env = {**os.environ, **OFFLINE, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "DDP_LADDER_CACHE": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    return root, env
+
+
+@pytest.mark.parametrize("guide", GUIDE_ORDER)
+def test_every_sh_command_in_the_guides_runs(sandbox, guide):
+    root, env = sandbox
+    for block in sh_blocks(GUIDES / guide):
+        proc = subprocess.run(["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, \
+            f"{guide}:\n{block}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        out = proc.stdout + proc.stderr
+        if "compare.py" in block:
+            assert "DIFFERENT" not in out and "the same within" in out, out
+        if "DDP_LADDER_FAULT=stall" in block:
+            assert "a collective waited more than --dist-timeout 3 s" in out
+        if "DDP_LADDER_FAULT=kill" in block:
+            assert "resuming from" in out and "max |w_a - w_b| = 0" in out
+        if "DDP_LADDER_FAULT=term-parent" in block:
+            assert "exit code 143" in out and "done:" in out
+        if "find_unused_parameters" in block:
+            assert "find_unused_parameters=False: Expected to have finished reduction" in out
+            assert "find_unused_parameters=True: trains" in out
+        if "MASTER_PORT=29562" in block:
+            assert "port 29562 is in use" in out
+        if "world size" in block:
+            assert "world size 2" in out
+
+
+def test_sh_blocks_only_where_they_run_here():
+    """GPU- or cluster-only commands are in `bash` blocks; every guide but next-steps has something to run."""
+    for name in GUIDE_ORDER:
+        blocks = sh_blocks(GUIDES / name)
+        assert blocks or name == "next-steps.md", f"{name} has no command that runs on CPU"
+        for block in blocks:
+            assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
