@@ -183,3 +183,24 @@ def test_sh_blocks_only_where_they_run_here():
         assert blocks or name == "next-steps.md", f"{name} has no command that runs on CPU"
         for block in blocks:
             assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
+
+
+@pytest.mark.parametrize("script,expected", [
+    ("torchrun.sbatch", ["srun --kill-on-bad-exit=1 torchrun --nnodes=3 --nproc_per_node=4 --rdzv-id=777",
+                         "--rdzv-backend=c10d --rdzv-endpoint=node01:29500 --max-restarts=3",
+                         "scripts/4_ddp_torchrun.py --resume auto --output-dir out/slurm-777 --task cancer"]),
+    ("accelerate.sbatch", ["--config_file accelerate_configs/2machines_rank0.yaml",
+                           "--num_machines 3 --num_processes 12", "--machine_rank $SLURM_NODEID",
+                           "--main_process_ip node01 --main_process_port 29500",
+                           "scripts/6_accelerate.py --resume auto --output-dir out/slurm-777 --task cancer"]),
+])
+def test_slurm_scripts_parse_and_build_the_documented_command(script, expected):
+    path = ROOT / "scripts" / "slurm" / script
+    assert subprocess.run(["bash", "-n", path]).returncode == 0
+    text = path.read_text()
+    assert "#SBATCH --requeue" in text and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in text
+    env = {**os.environ, "DRY_RUN": "1", "SLURM_JOB_ID": "777", "SLURM_NNODES": "3", "SLURM_GPUS_ON_NODE": "4"}
+    out = subprocess.run(["bash", path, "--task", "cancer"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    for piece in expected:
+        assert piece in out, (piece, out)

@@ -56,30 +56,6 @@ def test_rung2_says_it_runs_as_rung1_without_gpus(tmp_path, data_dir):
         assert "nothing to split" in proc.stdout
 
 
-@pytest.mark.parametrize("script", ["1_single_gpu.py"])  # rung 2: test_reliability's SIGTERM resume
-def test_resume_mid_epoch_ends_where_an_uninterrupted_run_ends(tmp_path, data_dir, script):
-    common = ["--data-dir", data_dir, "--task", "cancer", "--epochs", "4", "--batch-size", "32"]
-    run_script(script, *common, "--output-dir", tmp_path / "straight")
-    run_script(script, *common, "--output-dir", tmp_path / "resumed", "--max-steps", "30")  # 14 steps/epoch
-    state = json.loads(sorted((tmp_path / "resumed" / "checkpoints").glob("step-*"))[-1]
-                       .joinpath("state.json").read_text())
-    assert (state["step"], state["epoch"], state["batch_in_epoch"]) == (30, 2, 2)
-    proc = run_script(script, *common, "--output-dir", tmp_path / "resumed", "--resume", "auto")
-    assert "resuming from" in proc.stdout
-    assert max_abs_diff(weights(tmp_path / "straight"), weights(tmp_path / "resumed")) == 0.0
-    m = json.loads((tmp_path / "resumed" / "metrics.json").read_text())
-    assert m["steps"] == 4 * 14
-
-
-def test_resume_from_rung1_checkpoint_in_rung2(tmp_path, data_dir):
-    common = ["--data-dir", data_dir, "--task", "cancer", "--epochs", "3"]
-    run_script("1_single_gpu.py", *common, "--output-dir", tmp_path / "one", "--epochs", "1")
-    ckpt = sorted((tmp_path / "one" / "checkpoints").glob("step-*"))[-1]
-    run_script("2_data_parallel.py", *common, "--output-dir", tmp_path / "two", "--resume", ckpt)
-    run_script("1_single_gpu.py", *common, "--output-dir", tmp_path / "straight")
-    assert max_abs_diff(weights(tmp_path / "two"), weights(tmp_path / "straight")) == 0.0
-
-
 @pytest.mark.parametrize("flags,needle", [
     (["--task", "imagenet"], "unknown task"),
     (["--dataset", "data/missing.csv"], "does not exist"),
