@@ -18,7 +18,7 @@ CHECK := $(PY) scripts/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test guides browser single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+.PHONY: help install demo test guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
 	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu clean
 
 help: ## list the targets
@@ -87,6 +87,9 @@ accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gl
 	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --port $(PORT)
 	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --main_process_port $(PORT) \
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
+
+collectives: install ## the collectives lab: NPROC processes over gloo, every op before/after
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/collectives.py
 
 clean: ## remove outputs and the data cache (not the virtualenv)
 	rm -rf out .cache

@@ -32,7 +32,7 @@ def evaluate(model, loader, device):
         for batch in loader:
             inputs, targets = batch["inputs"].to(device), batch["labels"].to(device)
             logits = model(inputs)
-            batch_results = (logits.argmax(dim=-1), targets, F.cross_entropy(logits, targets, reduction="none"))
+            batch_results = (logits.argmax(dim=1), targets, F.cross_entropy(logits, targets, reduction="none"))
             results.append(batch_results)
     preds, labels, losses = (torch.cat(r) for r in zip(*results))
     model.train()
@@ -60,7 +60,7 @@ def main(args):
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------
-    model = models.build(info, args.model).to(device)
+    model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
                                                     is_main)
@@ -119,7 +119,8 @@ def main(args):
             "model": type(checkpoint.unwrap(model)).__name__, "world_size": world_size,
             "global_batch_size": global_batch,
             "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
-            "samples_per_second": samples_seen / train_seconds if train_seconds else 0.0,
+            **metrics.throughput(samples_seen / train_seconds if train_seconds else 0.0, info,
+                                 checkpoint.unwrap(model), world_size, device),  # tokens/s, MFU for gpt
             "wall_seconds": time.perf_counter() - wall_start})
         print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
               f"{step} steps -> {args.output_dir}/model.safetensors")

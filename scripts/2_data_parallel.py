@@ -39,7 +39,7 @@ def evaluate(model, loader, device):
         for batch in loader:
             inputs, targets = batch["inputs"].to(device), batch["labels"].to(device)
             logits = model(inputs)
-            batch_results = (logits.argmax(dim=-1), targets, F.cross_entropy(logits, targets, reduction="none"))
+            batch_results = (logits.argmax(dim=1), targets, F.cross_entropy(logits, targets, reduction="none"))
             results.append(batch_results)
     preds, labels, losses = (torch.cat(r) for r in zip(*results))
     model.train()
@@ -67,7 +67,7 @@ def main(args):
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------
-    model = models.build(info, args.model).to(device)
+    model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device)
     model = DataParallel(model)  # splits each batch over the visible GPUs; with fewer than 2, calls the model
     if is_main and torch.cuda.device_count() < 2:
         print(f"DataParallel: {torch.cuda.device_count()} GPU(s) visible, nothing to split; training as rung 1")
@@ -129,7 +129,8 @@ def main(args):
             "model": type(checkpoint.unwrap(model)).__name__, "world_size": world_size,
             "global_batch_size": global_batch,
             "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
-            "samples_per_second": samples_seen / train_seconds if train_seconds else 0.0,
+            **metrics.throughput(samples_seen / train_seconds if train_seconds else 0.0, info,
+                                 checkpoint.unwrap(model), world_size, device),  # tokens/s, MFU for gpt
             "wall_seconds": time.perf_counter() - wall_start})
         print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
               f"{step} steps -> {args.output_dir}/model.safetensors")

@@ -58,7 +58,7 @@ def evaluate(model, loader, device, accelerator):
             with accelerator.autocast():
                 logits = model(inputs)
             logits = logits.float()  # argmax and the loss in fp32
-            batch_results = (logits.argmax(dim=-1), targets, F.cross_entropy(logits, targets, reduction="none"))
+            batch_results = (logits.argmax(dim=1), targets, F.cross_entropy(logits, targets, reduction="none"))
             batch_results = accelerator.gather_for_metrics(batch_results)  # drops what even batches repeated
             results.append(batch_results)
     preds, labels, losses = (torch.cat(r) for r in zip(*results))
@@ -100,7 +100,7 @@ def main(args):
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------
-    model = models.build(info, args.model).to(device)
+    model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device)
     if args.sync_bn and torch.cuda.is_available():
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)  # batch statistics over the global batch
     elif args.sync_bn and is_main:
@@ -176,7 +176,8 @@ def main(args):
             "global_batch_size": global_batch,
             "mixed_precision": accelerator.mixed_precision,
             "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
-            "samples_per_second": samples_seen / train_seconds if train_seconds else 0.0,
+            **metrics.throughput(samples_seen / train_seconds if train_seconds else 0.0, info,
+                                 checkpoint.unwrap(model), world_size, device),  # tokens/s, MFU for gpt
             "wall_seconds": time.perf_counter() - wall_start})
         print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
               f"{step} steps -> {args.output_dir}/model.safetensors")

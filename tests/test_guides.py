@@ -174,6 +174,8 @@ def test_every_sh_command_in_the_guides_runs(sandbox, guide):
             assert "port 29562 is in use" in out
         if "world size" in block:
             assert "world size 2" in out
+        if "scripts/collectives.py" in block:  # node 1's second process: rank 3, local rank 1, node 1
+            assert re.search(r"\d+ +3 +1 +1 +cpu", out) and "all 1 operations gave the expected results" in out
 
 
 def test_sh_blocks_only_where_they_run_here():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from common import UsageError, preemption
 
-TASKS = ("digits", "cancer")  # built-in tasks, offline; --dataset replaces them with your own data
+TASKS = ("digits", "cancer", "gpt")  # built-in tasks, offline; --dataset replaces them with your own data
 
 
 def parser(description=None):
@@ -27,9 +27,15 @@ def parser(description=None):
     d.add_argument("--data-dir", default=os.environ.get("DDP_LADDER_CACHE", ".cache/ddp-ladder"),
                    help="where prepared datasets are cached (save_to_disk), built once")
     d.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes per process")
+    d.add_argument("--text-file", default=None,
+                   help="--task gpt: the byte-level corpus (default: this project's README and guides)")
+    d.add_argument("--block-size", type=int, default=64, help="--task gpt: tokens (bytes) per sequence")
     t = p.add_argument_group("training")
-    t.add_argument("--model", default="auto", choices=("auto", "cnn", "mlp"),
-                   help="auto: cnn (with BatchNorm) for images, mlp for tabular data")
+    t.add_argument("--model", default="auto", choices=("auto", "cnn", "mlp", "gpt"),
+                   help="auto: cnn (with BatchNorm) for images, mlp for tabular data, gpt for text")
+    t.add_argument("--n-layer", type=int, default=2, help="gpt: transformer blocks")
+    t.add_argument("--n-head", type=int, default=4, help="gpt: attention heads per block")
+    t.add_argument("--n-embd", type=int, default=128, help="gpt: embedding width (a multiple of --n-head)")
     t.add_argument("--epochs", type=int, default=10, help="passes over the training set")
     t.add_argument("--max-steps", type=int, default=0, help="stop after this many optimizer steps (0: no limit)")
     t.add_argument("--batch-size", type=int, default=32,
@@ -73,12 +79,14 @@ def parse(description=None, argv=None):
             raise UsageError(f"{flag} is not used by {script}: {hint}")
     if args.output_dir is None:
         args.output_dir = os.path.join("out", Path(sys.argv[0]).stem)
-    for name in ("batch_size", "epochs", "keep"):
+    for name in ("batch_size", "epochs", "keep", "block_size", "n_layer", "n_head", "n_embd"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
     if args.max_steps < 0 or args.num_workers < 0:
         raise UsageError("--max-steps and --num-workers must be 0 or more")
     args.max_steps = args.max_steps or sys.maxsize  # 0 means no limit
+    if args.n_embd % args.n_head:
+        raise UsageError(f"--n-embd {args.n_embd} is not a multiple of --n-head {args.n_head}")
     if args.dataset is None and args.task not in TASKS:
         raise UsageError(f"unknown task {args.task!r}: use --task {' or --task '.join(TASKS)}, "
                          f"or --dataset PATH_OR_HUB_NAME for your own data")

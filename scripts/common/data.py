@@ -33,7 +33,7 @@ FILE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json"
 @dataclass(frozen=True)
 class Info:
     name: str  # the task or dataset name
-    kind: str  # "image" or "tabular"
+    kind: str  # "image", "tabular" or "text"
     input_shape: tuple  # one sample's `inputs` shape
     num_classes: int
 
@@ -126,7 +126,24 @@ def skip_batches(data_loader, n):
 
 # --- preparation (runs once per cache key) ---------------------------------------------------------------
 
+ROOT = Path(__file__).resolve().parent.parent.parent
+TEXT_EVAL_FRACTION = 0.1  # the last tenth of the corpus: held-out text, not shuffled-in neighbours
+
+
+def _default_corpus():
+    """The text that ships with the project: its README and its guides, in a fixed order."""
+    return [ROOT / "README.md", *sorted((ROOT / "guides").glob("*.md"))]
+
+
 def _spec(args):
+    if args.dataset is None and args.task == "gpt":
+        files = [Path(args.text_file).expanduser()] if args.text_file else _default_corpus()
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise UsageError(f"--text-file {missing[0]!r} does not exist: pass a text file, or leave it out for "
+                             f"the built-in corpus")
+        return {"version": CACHE_VERSION, "name": "gpt", "block_size": args.block_size,
+                "text": [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files]}
     if args.dataset is None:
         return {"version": CACHE_VERSION, "name": args.task}
     source = args.dataset
@@ -161,13 +178,16 @@ def _prepare(spec, path):
     datasets.disable_progress_bars()  # one build of a few thousand rows needs no progress bar per split
     if "dataset" in spec:
         splits, info = _from_user_data(spec)
+    elif "text" in spec:
+        splits, info = _text(spec)
     else:
         splits, info = _builtin(spec["name"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".tmp-{path.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     for split, (inputs, labels) in splits.items():
-        features = datasets.Features({"inputs": _feature(inputs.shape[1:]), "labels": datasets.Value("int64")})
+        features = datasets.Features({"inputs": _feature(inputs.shape[1:], str(inputs.dtype)),
+                                      "labels": _feature(labels.shape[1:], "int64")})
         ds = datasets.Dataset.from_dict({"inputs": inputs, "labels": labels}, features=features)
         ds.save_to_disk(str(tmp / split))
     (tmp / "info.json").write_text(json.dumps(asdict(info)))
@@ -177,12 +197,31 @@ def _prepare(spec, path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _feature(shape):
+def _feature(shape, dtype="float32"):
     import datasets
 
     if len(shape) == 3:
-        return datasets.Array3D(shape=tuple(shape), dtype="float32")
-    return datasets.List(datasets.Value("float32"), length=int(shape[0]))
+        return datasets.Array3D(shape=tuple(shape), dtype=dtype)
+    if len(shape) == 0:
+        return datasets.Value(dtype)
+    return datasets.List(datasets.Value(dtype), length=int(shape[0]))
+
+
+def _text(spec):
+    """Byte-level language modelling: the corpus as bytes (a 256-token vocabulary, no tokenizer to download), cut
+    into non-overlapping windows of block_size + 1; the model reads window[:-1] and predicts window[1:]."""
+    data = b"\n\n".join(Path(path).read_bytes() for path, _, _ in spec["text"])
+    tokens = np.frombuffer(data, dtype=np.uint8).astype(np.int64)
+    block = spec["block_size"]
+    n = (len(tokens) - 1) // block
+    if n < 20:
+        raise UsageError(f"the text has {len(tokens)} bytes: too little for --block-size {block} (it needs 20 "
+                         f"sequences); use a longer --text-file or a smaller --block-size")
+    inputs = np.stack([tokens[i * block:(i + 1) * block] for i in range(n)])
+    labels = np.stack([tokens[i * block + 1:(i + 1) * block + 1] for i in range(n)])
+    cut = n - max(1, round(n * TEXT_EVAL_FRACTION))
+    info = Info("gpt", "text", (block,), 256)
+    return {"train": (inputs[:cut], labels[:cut]), "eval": (inputs[cut:], labels[cut:])}, info
 
 
 def _split(x, y):

@@ -25,9 +25,41 @@ def load(name="accuracy"):
 def classification(predictions, references, losses):
     """Accuracy (through `evaluate`) and mean loss over ALL eval samples. The rung hands in every sample exactly
     once: a duplicated or dropped sample would move both numbers."""
-    result = load("accuracy").compute(predictions=predictions.tolist(), references=references.tolist())
+    result = load("accuracy").compute(predictions=predictions.flatten().tolist(),
+                                      references=references.flatten().tolist())  # sequences: every token
     return {"eval_accuracy": float(result["accuracy"]), "eval_loss": float(losses.double().mean()),
             "eval_samples": len(references)}
+
+
+# Dense bf16 tensor-core peaks (FLOP/s, no sparsity) from the vendors' data sheets, looked up by device name;
+# the first match wins, so the specific names come first.
+PEAK_BF16 = (("H100 PCIe", 756e12), ("H100 NVL", 835e12), ("H100", 989e12), ("H200", 989e12), ("GH200", 989e12),
+             ("B200", 2250e12), ("A100", 312e12), ("L40S", 362e12), ("L40", 181e12), ("L4", 121e12),
+             ("A10G", 70e12), ("A10", 125e12), ("RTX 4090", 165e12), ("RTX 3090", 71e12))
+
+
+def device_peak(device):
+    """The device's dense bf16 peak in FLOP/s and its name; (None, name) for a CPU or a GPU not in the table."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None, "cpu"
+    name = torch.cuda.get_device_name(device)
+    return next((peak for key, peak in PEAK_BF16 if key in name), None), name
+
+
+def throughput(samples_per_second, info, model, world_size, device):
+    """samples/s; for sequences also tokens/s, and on a known GPU the model FLOPs utilisation (MFU): the share
+    of the devices' bf16 peak that the training FLOPs (model.flops_per_token) reach."""
+    out = {"samples_per_second": samples_per_second}
+    if info.kind == "text":
+        out["tokens_per_second"] = samples_per_second * info.input_shape[0]
+        peak, name = device_peak(device)
+        if peak and hasattr(model, "flops_per_token"):
+            out["mfu"] = out["tokens_per_second"] * model.flops_per_token() / (peak * world_size)
+            out["device_name"] = name
+    return out
 
 
 def write_json(path, values):

@@ -3,6 +3,7 @@ the parity proof needs them to agree to the float."""
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from common import UsageError
@@ -39,10 +40,73 @@ class MLP(nn.Module):
         return self.net(x)
 
 
-def build(info, name="auto"):
-    """The model for a dataset's Info: `cnn` for images, `mlp` for anything (the BN-free choice)."""
+class Block(nn.Module):
+    """Pre-norm transformer block: causal self-attention, then an MLP, each added back to the residual stream."""
+
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.qkv = nn.Linear(n_embd, 3 * n_embd)
+        self.proj = nn.Linear(n_embd, n_embd)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+                   for z in self.qkv(self.ln_1(x)).split(c, dim=2))
+        # flash / memory-efficient attention where the device has it; is_causal: each token sees its past only
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """A small GPT in nanoGPT's shape: token and position embeddings, pre-norm blocks, a final LayerNorm, and an
+    output head that shares the token embedding's weights (weight tying). No dropout, no BatchNorm.
+    Returns logits as (batch, vocab, time): the layout F.cross_entropy takes for sequences, so every rung's
+    `F.cross_entropy(model(inputs), targets)` and `logits.argmax(dim=1)` work unchanged."""
+
+    def __init__(self, vocab_size, block_size, n_layer=2, n_head=4, n_embd=128):
+        super().__init__()
+        self.block_size = block_size
+        self.tok = nn.Embedding(vocab_size, n_embd)
+        self.pos = nn.Embedding(block_size, n_embd)
+        self.blocks = nn.ModuleList(Block(n_embd, n_head) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.head.weight = self.tok.weight  # tied: one matrix embeds tokens and scores them
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x)).transpose(1, 2)
+
+    def flops_per_token(self):
+        """Training FLOPs per token: 6 per weight (forward + backward) plus attention's 12 x layers x width x T
+        (the estimate of the PaLM paper, as nanoGPT uses it). Position embeddings do no multiplies."""
+        n = sum(p.numel() for p in self.parameters()) - self.pos.weight.numel()
+        layers, width = len(self.blocks), self.tok.weight.shape[1]
+        return 6 * n + 12 * layers * width * self.block_size
+
+
+def build(info, name="auto", n_layer=2, n_head=4, n_embd=128):
+    """The model for a dataset's Info: `cnn` for images, `mlp` for images or tables (the BN-free choice), `gpt`
+    for text; the gpt's size comes from --n-layer/--n-head/--n-embd."""
     if name == "auto":
-        name = "cnn" if info.kind == "image" else "mlp"
+        name = {"image": "cnn", "text": "gpt"}.get(info.kind, "mlp")
+    if (name == "gpt") != (info.kind == "text"):
+        raise UsageError(f"--model {name} does not fit {info.name!r} ({info.kind} data): --model gpt is for "
+                         f"--task gpt, cnn and mlp for the others (or --model auto)")
+    if name == "gpt":
+        return GPT(info.num_classes, info.input_shape[0], n_layer, n_head, n_embd)
     if name == "cnn":
         if info.kind != "image":
             raise UsageError(f"--model cnn needs image data but {info.name!r} is tabular: use --model mlp")
