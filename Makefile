@@ -10,7 +10,10 @@ NPROC ?= 2
 PORT ?= 29500
 # torchrun restarts over gloo failed or hung 5 times in 8 here unless workers stop sharing the rendezvous store.
 TORCHRUN := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/torchrun
-ACCELERATE := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/accelerate
+# accelerate 1.15 launches one machine with torchrun's static rendezvous, whose store the workers always share
+# (restarts then fail or hang); PET_STANDALONE=1 (torchrun's --standalone, read by the torchrun that accelerate
+# runs inside) gives a c10d rendezvous on a free port instead, unshared with the variable above.
+ACCELERATE := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 PET_STANDALONE=1 $(VENV)/bin/accelerate
 CONFIG ?=
 # Every distributed target is checked before it launches (scripts/launch_check.py): too few GPUs, a missing or
 # invalid accelerate config, a port in use each stop here in one line, naming the fix.
@@ -84,8 +87,8 @@ ddp-amp-cpu: install ## rung 5 on CPU: torchrun, NPROC processes, bf16 autocast
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/5_ddp_amp.py --mixed-precision bf16 --task $(TASK) $(ARGS)
 
 accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gloo (CONFIG: cpu_2proc.yaml)
-	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --port $(PORT)
-	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --main_process_port $(PORT) \
+	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml)
+	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) \
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 collectives: install ## the collectives lab: NPROC processes over gloo, every op before/after

@@ -112,7 +112,7 @@ def main(args):
     elif is_main and os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0") != "0" and \
             os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # pytorch issue 135712
         print("warning: restarts may fail or hang (over gloo: 5 times in 8 here) while workers share torchrun's "
-              "rendezvous store: use rdzv_backend: c10d in the config and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1")
+              "rendezvous store: on one machine, launch with PET_STANDALONE=1 TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1")
     epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
                                                     is_main)
     data.skip_batches(train_loader, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
