@@ -6,7 +6,6 @@ its final weights and rung 1's, shows what each step up the ladder did to the ma
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,13 +14,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from common import cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rungs(global_batch):
@@ -36,7 +33,7 @@ def rungs(global_batch):
     torchrun = [str(bin_dir / "torchrun"), "--standalone", f"--nproc_per_node={nproc}"]
     config = "cpu_2proc" if not gpus else "1gpu" if gpus == 1 else "2gpu_bf16" if gpus == 2 else "8gpu_bf16"
     accelerate = [str(bin_dir / "accelerate"), "launch", "--config_file", f"accelerate_configs/{config}.yaml",
-                  "--num_processes", str(nproc), "--main_process_port", str(free_port())]
+                  "--num_processes", str(nproc), "--main_process_port", str(cli.free_port())]
     return [
         ("1_single_gpu", [py, "scripts/1_single_gpu.py", "--batch-size", str(global_batch)]),
         ("2_data_parallel", [py, "scripts/2_data_parallel.py", "--batch-size", str(global_batch)]),

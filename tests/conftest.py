@@ -38,3 +38,25 @@ def args_for(data_dir, **overrides):
     for key, value in overrides.items():
         setattr(args, key, value)
     return args
+
+
+BIN = Path(sys.executable).parent  # the virtualenv's torchrun and accelerate
+TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2"]
+
+
+def free_port():
+    from common import cli
+
+    return cli.free_port()
+
+
+def accelerate(*extra, config="cpu_2proc"):
+    """`accelerate launch` with a saved config, on a free port; `extra` are more launch flags."""
+    return [str(BIN / "accelerate"), "launch", "--config_file", str(ROOT / "accelerate_configs" / f"{config}.yaml"),
+            "--main_process_port", str(free_port()), *extra]
+
+
+def max_abs_diff(a, b):
+    """max |a - b| over two state dicts with the same keys."""
+    assert a.keys() == b.keys()
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)

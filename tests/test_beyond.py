@@ -1,22 +1,17 @@
 """Beyond the ladder: the collectives lab, the GPT task, DDP over a model split across two devices."""
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import ROOT, run_script
-from demo import free_port
+from conftest import BIN, accelerate, max_abs_diff, run_script
 
-TORCHRUN = [str(Path(sys.executable).parent / "torchrun"), "--standalone"]
+TORCHRUN = [str(BIN / "torchrun"), "--standalone"]  # --nproc_per_node per test
 
 
-def accelerate():
-    return [str(Path(sys.executable).parent / "accelerate"), "launch", "--config_file",
-            str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"), "--main_process_port", str(free_port())]
 OPS = ("send/recv", "broadcast from rank 0", "reduce (sum) to rank 0", "all_reduce (sum)", "scatter from rank 0",
        "gather to rank 0", "all_gather", "reduce_scatter (sum)", "ring all-reduce from send/recv",
        "subgroups: all_reduce (sum) inside dist.new_group")
@@ -45,9 +40,6 @@ def launch(script, out, data_dir, *flags, launcher=None):
     return load_file(Path(out) / "model.safetensors"), json.loads((Path(out) / "metrics.json").read_text())
 
 
-def max_abs_diff(a, b):
-    assert a.keys() == b.keys()
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
 
 def test_gpt_task_trains_unchanged_in_every_kind_of_rung(tmp_path, data_dir):

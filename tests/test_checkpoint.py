@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
 
 from common import checkpoint, models
 from common.checkpoint import CheckpointError

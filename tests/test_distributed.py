@@ -3,25 +3,18 @@ same weights as rung 1."""
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import ROOT, run_script
-from demo import free_port
+from conftest import BIN, ROOT, TORCHRUN, accelerate, max_abs_diff, run_script
 
-BIN = Path(sys.executable).parent
-TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2"]
 FP32_TOLERANCE = 1e-5  # max |w - w_rung1| for every fp32 rung (measured: ~6e-8)
 BF16_TOLERANCE = {"weights": 0.05, "accuracy": 0.02, "train_loss": 0.02}  # measured: see test_amp_bf16
 
 
-def accelerate(config="cpu_2proc"):
-    return [str(BIN / "accelerate"), "launch", "--config_file", str(ROOT / "accelerate_configs" / f"{config}.yaml"),
-            "--main_process_port", str(free_port())]
 
 
 def launch(rung, out, data_dir, *flags, per_device=16, **kw):
@@ -41,9 +34,6 @@ def launch(rung, out, data_dir, *flags, per_device=16, **kw):
     return load_file(Path(out) / "model.safetensors"), json.loads((Path(out) / "metrics.json").read_text())
 
 
-def max_abs_diff(a, b):
-    assert a.keys() == b.keys()
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
 
 # The same proof on digits (MLP, 1 epoch) is in the step guides' commands, run by tests/test_guides.py.

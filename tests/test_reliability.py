@@ -18,24 +18,18 @@ import torch
 from safetensors.torch import load_file
 
 from common import UsageError, preemption
-from conftest import OFFLINE, ROOT, SCRIPTS
-from demo import free_port
+from conftest import BIN, OFFLINE, ROOT, SCRIPTS, TORCHRUN, accelerate, free_port, max_abs_diff
 
 sys.path.insert(0, str(Path(__file__).parent / "faults"))
 from sitecustomize import job_tree  # noqa: E402  (tests/faults is not a package)
 
-BIN = Path(sys.executable).parent
 FAULTS = ROOT / "tests" / "faults"
-TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2"]
 RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}  # what the Makefile and the guides set
 TASK = ["--task", "cancer", "--epochs", "2"]  # 14 steps an epoch at global batch 32: 28 steps
 EXACT = 1e-6  # max |w - w_reference| after a fault and a resume (measured: 0 against the same rung, 6e-8 vs rung 1)
 SIGTERM_BOUND = 20  # seconds from SIGTERM to a checkpointed exit (the schedulers' grace period is 30)
 
 
-def accelerate(*extra):
-    return [str(BIN / "accelerate"), "launch", "--config_file", str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"),
-            "--main_process_port", str(free_port()), *extra]
 
 
 RUNGS = {  # rung -> (script, launcher, per-process batch) for a global batch of 32
@@ -91,9 +85,6 @@ def weights(out):
     return load_file(Path(out) / "model.safetensors")
 
 
-def max_abs_diff(a, b):
-    assert a.keys() == b.keys()
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
 
 def metrics_of(out):

@@ -5,7 +5,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import run_script
+from conftest import max_abs_diff, run_script
 
 METRICS_KEYS = {"eval_accuracy", "eval_loss", "train_loss", "global_batch_size", "world_size", "steps",
                 "samples_per_second"}
@@ -15,9 +15,6 @@ def weights(out):
     return load_file(out / "model.safetensors")
 
 
-def max_abs_diff(a, b):
-    assert a.keys() == b.keys()
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
 
 @pytest.fixture(scope="module")
