@@ -61,6 +61,8 @@ def main(args):
 
     # -- model -------------------------------------------------------------------------------------------
     model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device)
+    if args.compile:
+        model = torch.compile(model)  # fused kernels after a one-off compile in the first steps (make bench)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, model, optimizer, device,
                                                     is_main)
@@ -72,6 +74,7 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
+    history = []  # per epoch: train loss and samples/s, in metrics.json (make bench plots the loss curves)
     preempted, stopping = preemption.Preemption(), False  # SIGTERM: finish the step, checkpoint, exit
     while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)
@@ -92,9 +95,11 @@ def main(args):
             stopping = step % preemption.CHECK_EVERY == 0 and preempted.requested
             if step >= args.max_steps or stopping:
                 break
-        train_seconds += time.perf_counter() - epoch_start
-        samples_seen += loss_steps * global_batch
         train_loss = (loss_sum / max(loss_steps, 1)).item()
+        epoch_seconds = time.perf_counter() - epoch_start  # after .item(): the device has finished the epoch
+        train_seconds, samples_seen = train_seconds + epoch_seconds, samples_seen + loss_steps * global_batch
+        history.append({"step": step, "train_loss": train_loss,
+                        "samples_per_second": loss_steps * global_batch / epoch_seconds})
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
         if not stopping:  # on SIGTERM the checkpoint comes first: eval could outlast the grace period
@@ -121,7 +126,7 @@ def main(args):
             "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
             **metrics.throughput(samples_seen / train_seconds if train_seconds else 0.0, info,
                                  checkpoint.unwrap(model), world_size, device),  # tokens/s, MFU for gpt
-            "wall_seconds": time.perf_counter() - wall_start})
+            "history": history, "wall_seconds": time.perf_counter() - wall_start})
         print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
               f"{step} steps -> {args.output_dir}/model.safetensors")
 

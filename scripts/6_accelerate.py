@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from accelerate import Accelerator
-from accelerate.utils import InitProcessGroupKwargs
+from accelerate.utils import DistributedDataParallelKwargs, InitProcessGroupKwargs
 from torch import nn
 from torch.utils.data.distributed import DistributedSampler
 
@@ -76,7 +76,8 @@ def main(args):
     if not torch.cuda.is_available():
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", 1))))
     accelerator = Accelerator(cpu=not torch.cuda.is_available(),  # cpu=True: real gloo ranks on a CPU
-                              kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(seconds=args.dist_timeout))])
+                              kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(seconds=args.dist_timeout)),
+                                               DistributedDataParallelKwargs(gradient_as_bucket_view=True)])
     rank, world_size = accelerator.process_index, accelerator.num_processes
     is_main = accelerator.is_main_process  # one process prints and writes files
     device = accelerator.device
@@ -93,7 +94,8 @@ def main(args):
     # -- data --------------------------------------------------------------------------------------------
     with accelerator.main_process_first():  # rank 0 builds the dataset cache first; the others then load it
         train_ds, eval_ds, info = data.build(args)
-    sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)  # each rank its share of each batch
+    # each rank its share of each batch; rank and world size given: one process (1gpu.yaml) has no process group
+    sampler = DistributedSampler(train_ds, num_replicas=world_size, rank=rank, seed=args.seed, drop_last=True)
     train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
                                pin_memory=torch.cuda.is_available())
     eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers)  # prepare() shards it
@@ -123,6 +125,7 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, results = 0.0, 0, float("nan"), None
+    history = []  # per epoch: train loss and samples/s, in metrics.json (make bench plots the loss curves)
     preempted, stopping = preemption.Preemption(), False  # SIGTERM: finish the step, checkpoint, exit
     while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)
@@ -144,10 +147,12 @@ def main(args):
             stopping = step % preemption.CHECK_EVERY == 0 and any_rank(preempted.requested, accelerator)
             if step >= args.max_steps or stopping:
                 break
-        train_seconds += time.perf_counter() - epoch_start
-        samples_seen += loss_steps * global_batch
         loss_sum = accelerator.reduce(loss_sum, "mean")  # the loss over the global batch, not rank 0's alone
         train_loss = (loss_sum / max(loss_steps, 1)).item()
+        epoch_seconds = time.perf_counter() - epoch_start  # after .item(): the device has finished the epoch
+        train_seconds, samples_seen = train_seconds + epoch_seconds, samples_seen + loss_steps * global_batch
+        history.append({"step": step, "train_loss": train_loss,
+                        "samples_per_second": loss_steps * global_batch / epoch_seconds})
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
         if not stopping:  # on SIGTERM the checkpoint comes first: eval could outlast the grace period
@@ -155,9 +160,9 @@ def main(args):
             if is_main:
                 print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f} | "
                       f"eval loss {results['eval_loss']:.4f} | eval accuracy {results['eval_accuracy']:.4f}")
-        if is_main:
-            checkpoint.save(args.output_dir, accelerator.unwrap_model(model), optimizer, step, epoch,
-                            batch_in_epoch, keep=args.keep)
+        if is_main:  # keep_torch_compile=False: the default re-points a compiled model at the bare one, past DDP
+            checkpoint.save(args.output_dir, accelerator.unwrap_model(model, keep_torch_compile=False), optimizer,
+                            step, epoch, batch_in_epoch, keep=args.keep)
         accelerator.wait_for_everyone()  # no rank runs ahead (or exits, or resumes) before the checkpoint is on disk
 
     # -- save --------------------------------------------------------------------------------------------
@@ -169,7 +174,8 @@ def main(args):
     if results is None:  # resumed a run that had already finished: nothing to train, still report
         results = evaluate(model, eval_loader, device, accelerator)
     if is_main:
-        checkpoint.save_model(Path(args.output_dir) / "model.safetensors", accelerator.unwrap_model(model))
+        checkpoint.save_model(Path(args.output_dir) / "model.safetensors",
+                              accelerator.unwrap_model(model, keep_torch_compile=False))
         metrics.write_json(Path(args.output_dir) / "metrics.json", {
             **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device),
             "model": type(checkpoint.unwrap(model)).__name__, "world_size": world_size,
@@ -178,7 +184,7 @@ def main(args):
             "per_device_batch_size": args.batch_size, "epochs": epoch, "steps": step, "train_loss": train_loss,
             **metrics.throughput(samples_seen / train_seconds if train_seconds else 0.0, info,
                                  checkpoint.unwrap(model), world_size, device),  # tokens/s, MFU for gpt
-            "wall_seconds": time.perf_counter() - wall_start})
+            "history": history, "wall_seconds": time.perf_counter() - wall_start})
         print(f"done: eval accuracy {results['eval_accuracy']:.4f}, train loss {train_loss:.4f}, "
               f"{step} steps -> {args.output_dir}/model.safetensors")
     accelerator.end_training()

@@ -24,7 +24,7 @@ GUIDES = ROOT / "guides"
 SOURCES = GUIDES / "src"
 CONTEXT = 3  # unchanged lines shown around each change, as `diff -u`
 # Changed lines (added + removed) a step may have: a step that needs more is teaching two concepts.
-BUDGET = {(1, 2): 35, (2, 3): 125, (3, 4): 75, (4, 5): 65, (5, 6): 150}
+BUDGET = {(1, 2): 35, (2, 3): 125, (3, 4): 75, (4, 5): 65, (5, 6): 165}
 HUNK_MARK = re.compile(r"^<!-- hunk: (.+?) -->\s*$", re.M)
 AFTER_MARK = "<!-- after the diff -->"
 STEPS_TABLE = "<!-- steps table -->"

@@ -74,7 +74,7 @@ def test_global_batches_are_the_same_at_every_world_size(data_dir):
               for r in range(2)]
     for loaders in ([one], shards):
         for dl in loaders:
-            dl.sampler.sampler.set_epoch(2)
+            dl.batch_sampler.sampler.set_epoch(2)
     steps = list(zip(one, *shards))
     assert len(steps) == 28
     for full, a, b in steps:

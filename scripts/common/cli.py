@@ -36,6 +36,11 @@ def parser(description=None):
     t.add_argument("--n-layer", type=int, default=2, help="gpt: transformer blocks")
     t.add_argument("--n-head", type=int, default=4, help="gpt: attention heads per block")
     t.add_argument("--n-embd", type=int, default=128, help="gpt: embedding width (a multiple of --n-head)")
+    t.add_argument("--compile", action="store_true",
+                   help="rungs 1-5: torch.compile the model (6_accelerate: accelerate launch --dynamo_backend "
+                        "inductor); the first steps compile")
+    t.add_argument("--tf32", action="store_true",
+                   help="fp32 matmuls on the GPU's TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation)")
     t.add_argument("--epochs", type=int, default=10, help="passes over the training set")
     t.add_argument("--max-steps", type=int, default=0, help="stop after this many optimizer steps (0: no limit)")
     t.add_argument("--batch-size", type=int, default=32,
@@ -63,7 +68,9 @@ def parser(description=None):
 
 # Flags that only some rungs use: given to another rung they would be silently ignored, so they are refused.
 RUNG_FLAGS = {"nproc": ("3",), "sync_bn": ("3", "4", "5", "6"), "mixed_precision": ("5",),
+              "compile": ("1", "2", "3", "4", "5"),
               "dist_timeout": ("3", "4", "5", "6")}
+ACCELERATE_FLAGS = {"mixed_precision": "--mixed_precision bf16", "compile": "--dynamo_backend inductor"}
 
 
 def parse(description=None, argv=None):
@@ -74,8 +81,9 @@ def parse(description=None, argv=None):
     for name, rungs in RUNG_FLAGS.items():
         if script[:1].isdigit() and script[:1] not in rungs and getattr(args, name) != getattr(defaults, name):
             flag = "--" + name.replace("_", "-")
-            hint = ("6_accelerate takes it from its config: accelerate launch --mixed_precision bf16"
-                    if name == "mixed_precision" and script.startswith("6") else f"use rung {'/'.join(rungs)}")
+            hint = f"use rung {'/'.join(rungs)}"
+            if script.startswith("6") and name in ACCELERATE_FLAGS:
+                hint = f"6_accelerate takes it from its config: accelerate launch {ACCELERATE_FLAGS[name]}"
             raise UsageError(f"{flag} is not used by {script}: {hint}")
     if args.output_dir is None:
         args.output_dir = os.path.join("out", Path(sys.argv[0]).stem)
@@ -85,6 +93,10 @@ def parse(description=None, argv=None):
     if args.max_steps < 0 or args.num_workers < 0:
         raise UsageError("--max-steps and --num-workers must be 0 or more")
     args.max_steps = args.max_steps or sys.maxsize  # 0 means no limit
+    if args.tf32:  # not about distribution, so set here once for every rung (convolutions use TF32 by default)
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = True
     if args.n_embd % args.n_head:
         raise UsageError(f"--n-embd {args.n_embd} is not a multiple of --n-head {args.n_head}")
     if args.dataset is None and args.task not in TASKS:

@@ -1,0 +1,761 @@
+"""`make bench`: every rung, and the costs around them, measured side by side in one run, as ratios.
+
+Runs on whatever is here (CUDA, else CPU processes over gloo) and writes
+    <out>/bench/results-<device>.json   every number, with the machine and versions it came from
+    <out>/benchmarks.md                 the tables, from every results-*.json in <out>/bench (CPU and GPU runs)
+    <out>/img/bench-*.png               throughput per rung and world size; the loss curves of all rungs overlaid
+and, when <out> is guides/ (the default), the summary table in README.md. A ratio is always of two medians
+taken in this run: the repeats alternate between the things compared, and each run's first epoch (warm-up,
+compilation) is left out. Rungs run as users run them (python, torchrun, accelerate launch), in subprocesses.
+
+    make bench                                        # the full run: about 6 minutes on 2 CPU cores
+    python scripts/bench.py --quick --out /tmp/bench  # one repeat of short runs: checks the machinery, not speed
+    python scripts/bench.py --sections gpu            # one section (see --help); the others' results are kept
+"""
+import argparse
+import datetime
+import itertools
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from common import UsageError, checkpoint, cli, data, metrics, models, plots
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNGS = {1: "1_single_gpu", 2: "2_data_parallel", 3: "3_ddp_spawn", 4: "4_ddp_torchrun", 5: "5_ddp_amp",
+         6: "6_accelerate"}
+SCHEMA = 1
+PER_STEP_KINDS = ("plain loop", "DDP", "DDP without buffer broadcast", "accelerate")
+GPT_GPU = ["--block-size", "1024", "--n-layer", "12", "--n-head", "12", "--n-embd", "768"]  # GPT-2 small's shape
+
+
+class Bench:
+    """Launches rungs and times code for the sections; keeps the run's settings."""
+
+    def __init__(self, opts, work):
+        self.quick, self.work = opts.quick, Path(work)
+        self.cuda = torch.cuda.is_available()
+        self.device = "cuda" if self.cuda else "cpu"
+        self.data_dir = opts.data_dir
+        self.repeats = 1 if opts.quick else opts.repeats
+        self.bin = Path(sys.executable).parent
+        self.env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
+                    "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "PYTHONUNBUFFERED": "1"}
+        self.runs, self.done = 0, {}
+        self.gpu_runs = [r for r in opts.gpu_runs.split(",") if r]
+        self.previous = {}  # the sections of an earlier call with the same results file
+
+    def launch(self, rung, nproc=1, args=(), accelerate_flags=(), timeout=600):
+        """Run rung `rung` on `nproc` processes with `args`; returns its metrics.json plus its output dir. A quick
+        run launches each distinct command once (sections share it); a full run launches every repeat afresh."""
+        key = (rung, nproc, tuple(map(str, args)), tuple(accelerate_flags))
+        if self.quick and key in self.done:
+            return self.done[key]
+        self.runs += 1
+        out = self.work / f"run-{self.runs:03d}-{RUNGS[rung]}"
+        script = str(ROOT / "scripts" / f"{RUNGS[rung]}.py")
+        env = dict(self.env)
+        if rung in (1, 2):
+            cmd = [sys.executable, script]
+        elif rung == 3:
+            cmd = [sys.executable, script, "--nproc", str(nproc)]
+            env["MASTER_PORT"] = str(cli.free_port())
+        elif rung in (4, 5):
+            cmd = [str(self.bin / "torchrun"), "--standalone", f"--nproc_per_node={nproc}", script]
+        else:
+            config = ROOT / "accelerate_configs" / ("1gpu.yaml" if self.cuda else "cpu_2proc.yaml")
+            cmd = [str(self.bin / "accelerate"), "launch", "--config_file", str(config), "--num_processes",
+                   str(nproc), "--main_process_port", str(cli.free_port()), *accelerate_flags, script]
+            env["PET_STANDALONE"] = "1"
+        cmd += ["--output-dir", str(out), "--data-dir", self.data_dir, *map(str, args)]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+            why = next((line for line in lines if line.startswith("error")), None) or next(
+                (line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "(no output)")
+            raise RuntimeError(f"{RUNGS[rung]} exited {proc.returncode}: {why} ({' '.join(cmd)})")
+        result = json.loads((out / "metrics.json").read_text())
+        result["output_dir"] = str(out)
+        self.done[key] = result
+        return result
+
+    def gpt_steps(self):
+        """Quick runs cut the GPT task (53 steps an epoch) short: the machinery is the same."""
+        return ["--max-steps", 5] if self.quick else []
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+
+def steady(run):
+    """A run's samples/s with the warm-up left out: the median over its epochs after the first."""
+    per_epoch = [h["samples_per_second"] for h in run["history"]]
+    return statistics.median(per_epoch[1:] or per_epoch)
+
+
+def median_steady(runs):
+    return statistics.median(steady(r) for r in runs)
+
+
+def weight_diff(run_a, run_b):
+    """max |w_a - w_b| over the two runs' final model.safetensors."""
+    from safetensors.torch import load_file
+
+    a, b = (load_file(str(Path(r["output_dir"]) / "model.safetensors")) for r in (run_a, run_b))
+    if a.keys() != b.keys():
+        return float("nan")
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+
+
+def curve(run):
+    return [[h["step"], h["train_loss"]] for h in run["history"]]
+
+
+def timed(fn, sync):
+    start = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - start
+
+
+def alternate(fns, repeats, sync):
+    """Median seconds of each callable in `fns`, the repeats interleaved (a, b, a, b...) after one warm-up each,
+    so a slow moment of the machine hits every contender alike."""
+    for fn in fns.values():
+        fn()
+    sync()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            times[name].append(timed(fn, sync))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+# --- sections ---------------------------------------------------------------------------------------------
+
+def overhead(b):
+    """Scaffolding overhead: every rung at world size 1, same device, fp32, default task (digits CNN)."""
+    epochs = 2 if b.quick else 8 if b.cuda else 6
+    runs = {r: [] for r in RUNGS}
+    for _ in range(b.repeats):
+        for r in RUNGS:
+            flags = ["--mixed_precision", "no"] if r == 6 else []
+            runs[r].append(b.launch(r, 1, ["--task", "digits", "--epochs", epochs, "--batch-size", 32],
+                                    accelerate_flags=flags))
+    base = median_steady(runs[1])
+    rungs = {}
+    for r, rs in runs.items():
+        sps = median_steady(rs)
+        rungs[RUNGS[r]] = {"samples_per_second": sps, "step_time_ratio": base / sps,
+                           "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], runs[1][0]), "loss_curve": curve(rs[0])}
+    gpt = {1: [], 4: [], 6: []}  # a model with real work per step: 45 ms on 2 CPU cores, not the CNN's 2 ms
+    for _ in range(b.repeats):
+        for r in gpt:
+            flags = ["--mixed_precision", "no"] if r == 6 else []
+            gpt[r].append(b.launch(r, 1, ["--task", "gpt", "--epochs", 2 if b.quick else 3, "--batch-size", 32,
+                                          *b.gpt_steps()], accelerate_flags=flags))
+    gpt_base = median_steady(gpt[1])
+    return {"task": "digits", "model": "SmallCNN", "batch_size": 32, "world_size": 1, "epochs": epochs,
+            "repeats": b.repeats, "goal": 1.03, "rungs": rungs,
+            "gpt": {RUNGS[r]: {"samples_per_second": median_steady(rs), "step_time_ratio": gpt_base / median_steady(rs)}
+                    for r, rs in gpt.items()},
+            "per_step_costs": per_step_costs(b)}
+
+
+def per_step_costs(b):
+    """Where a world-size-1 rung's extra time goes, timed in this process on the digits CNN with the batches
+    already in memory: DDP's per-step work (its autograd hooks, the bucketed all-reduce, the forward's
+    broadcast of BatchNorm buffers) and accelerate's (the optimizer wrapper, the loss division in backward)."""
+    import torch.distributed as dist
+    from accelerate import Accelerator
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    args = cli.parse(argv=["--task", "digits", "--data-dir", b.data_dir])
+    train_ds, _, info = data.build(args)
+    batches = [(x["inputs"].to(b.device), x["labels"].to(b.device))
+               for x in data.loader(train_ds, 32, data.ShardedSampler(train_ds, seed=0), drop_last=True)]
+    dist.init_process_group("nccl" if b.cuda else "gloo", init_method=f"file://{b.work / 'pg-store'}", rank=0,
+                            world_size=1)
+    accelerator = Accelerator(cpu=not b.cuda)  # no launcher: one process, and accelerate does not wrap in DDP
+
+    def variant(kind):
+        torch.manual_seed(0)
+        model = models.build(info).to(b.device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        if kind.startswith("DDP"):
+            model = DDP(model, device_ids=[0] if b.cuda else None)
+            model.broadcast_buffers = kind == "DDP"  # the attribute DDP's forward reads (torch 2.11 to 2.13)
+        elif kind == "accelerate":
+            model, optimizer = accelerator.prepare(model, optimizer)
+
+        def run():
+            for inputs, targets in batches:
+                with accelerator.autocast() if kind == "accelerate" else torch.autocast(b.device, enabled=False):
+                    loss = F.cross_entropy(model(inputs), targets)
+                optimizer.zero_grad(set_to_none=True)
+                accelerator.backward(loss) if kind == "accelerate" else loss.backward()
+                optimizer.step()
+        return run
+
+    try:
+        seconds = alternate({k: variant(k) for k in PER_STEP_KINDS}, 2 if b.quick else 7, b.sync)
+    finally:
+        dist.destroy_process_group()
+    per_step = {k: v / len(batches) for k, v in seconds.items()}
+    return {"ms_per_step": {k: v * 1e3 for k, v in per_step.items()},
+            "extra_us_per_step": {k: (v - per_step["plain loop"]) * 1e6 for k, v in per_step.items()}}
+
+
+def input_pipeline(b):
+    """The datasets-backed loader the rungs use vs the same batches already on the device, in rung 1's loop."""
+    out = {"goal": 1.05}
+    for task, per_pass in (("digits", 44), ("gpt", 50 if b.cuda else 12)):
+        args = cli.parse(argv=["--task", task, "--data-dir", b.data_dir])
+        train_ds, _, info = data.build(args)
+        torch.manual_seed(0)
+        model = models.build(info).to(b.device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        sampler = data.ShardedSampler(train_ds, seed=0)
+        loaders = {"loader": data.loader(train_ds, 32, sampler, drop_last=True, pin_memory=b.cuda),
+                   "loader_1_worker": data.loader(train_ds, 32, sampler, drop_last=True, pin_memory=b.cuda,
+                                                  num_workers=1)}
+        preloaded = [(x["inputs"].to(b.device), x["labels"].to(b.device))
+                     for x in itertools.islice(loaders["loader"], per_pass)]
+
+        def step(inputs, targets):
+            loss = F.cross_entropy(model(inputs), targets)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+
+        def from_loader(loader):
+            def run():
+                for batch in itertools.islice(loader, per_pass):
+                    step(batch["inputs"].to(b.device, non_blocking=True),
+                         batch["labels"].to(b.device, non_blocking=True))
+            return run
+
+        def from_memory():
+            for inputs, targets in preloaded:
+                step(inputs, targets)
+
+        fns = {"preloaded": from_memory, "loader": from_loader(loaders["loader"])}
+        if not b.quick:
+            fns["loader_1_worker"] = from_loader(loaders["loader_1_worker"])
+        seconds = alternate(fns, 1 if b.quick else 7, b.sync)
+        columns, indices = data.Columns(train_ds), list(range(0, 32 * 37, 37))  # one batch, read both ways
+        reads = alternate({"datasets_formatting": lambda: train_ds[indices], "columns": lambda: columns[indices]},
+                          50, lambda: None)
+        out[task] = {"model": type(model).__name__, "batch_size": 32, "batches_per_pass": per_pass,
+                     "step_ms": {k: v / per_pass * 1e3 for k, v in seconds.items()},
+                     "ratio": seconds["loader"] / seconds["preloaded"],
+                     "ratio_1_worker": seconds.get("loader_1_worker", float("nan")) / seconds["preloaded"],
+                     "batch_read_ms": {k: v * 1e3 for k, v in reads.items()}}
+    return out
+
+
+def _allreduce_worker(rank, world_size, port, sizes, repeats, result_path):
+    import torch.distributed as dist
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    results = {}
+    for numel in sizes:
+        tensor = torch.ones(numel)
+        times = []
+        for i in range(repeats + 3):
+            dist.barrier()
+            start = time.perf_counter()
+            dist.all_reduce(tensor)
+            if i >= 3:
+                times.append(time.perf_counter() - start)
+        seconds = statistics.median(times)
+        size = numel * 4
+        results[str(numel)] = {"bytes": size, "seconds": seconds,
+                               "bus_bandwidth_GBps": 2 * (world_size - 1) / world_size * size / seconds / 1e9}
+    if rank == 0:
+        Path(result_path).write_text(json.dumps(results))
+    dist.destroy_process_group()
+
+
+def allreduce(b, sizes):
+    """gloo all_reduce of float32 tensors of `sizes` elements between 2 processes: seconds and bus bandwidth."""
+    import torch.multiprocessing as mp
+
+    result = b.work / "allreduce.json"
+    mp.spawn(_allreduce_worker, args=(2, cli.free_port(), sorted(set(sizes)), 5 if b.quick else 30, str(result)),
+             nprocs=2)
+    return json.loads(result.read_text())
+
+
+def scaling(b):
+    """2 processes x (cores/2) threads (rung 4) vs 1 process x all cores (rung 1), same global batch."""
+    if b.cuda:
+        return {"skipped": "measured on CPU only: one GPU cannot host two NCCL ranks"}
+    out = {"threads": {"one_process": torch.get_num_threads(), "per_process_of_two": max(1, torch.get_num_threads()
+                                                                                          // 2)}}
+    sizes = {}
+    for task, epochs in (("digits", 6), ("gpt", 3)):
+        epochs = 2 if b.quick else epochs
+        steps = b.gpt_steps() if task == "gpt" else []
+        one, two = [], []
+        for _ in range(b.repeats):
+            one.append(b.launch(1, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32, *steps]))
+            two.append(b.launch(4, 2, ["--task", task, "--epochs", epochs, "--batch-size", 16, *steps]))
+        info = data.build(cli.parse(argv=["--task", task, "--data-dir", b.data_dir]))[2]
+        grads = sum(p.numel() for p in models.build(info).parameters())
+        sizes[task] = grads
+        out[task] = {"model": {"digits": "SmallCNN", "gpt": "GPT"}[task], "global_batch_size": 32,
+                     "one_process_samples_per_second": median_steady(one),
+                     "two_processes_samples_per_second": median_steady(two),
+                     "ratio": median_steady(two) / median_steady(one), "gradient_numel": grads,
+                     "max_abs_weight_diff": weight_diff(one[0], two[0]),
+                     "loss_curves": {"one_process": curve(one[0]), "two_processes": curve(two[0])}}
+    reduce = allreduce(b, [1, 2 ** 14, 2 ** 18, 2 ** 20, 2 ** 22, *sizes.values()])
+    out["allreduce_2_processes"] = reduce
+    for task, grads in sizes.items():
+        r = out[task]
+        step_two = r["global_batch_size"] / r["two_processes_samples_per_second"]
+        step_one = r["global_batch_size"] / r["one_process_samples_per_second"]
+        r["allreduce_seconds_per_step"] = reduce[str(grads)]["seconds"]
+        r["allreduce_share_of_step"] = reduce[str(grads)]["seconds"] / step_two
+        r["step_seconds"] = {"one_process": step_one, "two_processes": step_two}
+    return out
+
+
+def mixed_precision(b):
+    """Rung 5 at world size 1: bf16 autocast vs fp32, and fp16 + GradScaler vs bf16."""
+    out = {}
+    for task, precisions, epochs in (("digits", ("no", "bf16", "fp16"), 4), ("gpt", ("no", "bf16"), 3)):
+        if b.cuda and task == "gpt":
+            precisions = ("no", "bf16", "fp16")
+        epochs = 2 if b.quick else epochs
+        runs = {p: [] for p in precisions}
+        steps = b.gpt_steps() if task == "gpt" else []
+        for _ in range(b.repeats):
+            for p in precisions:
+                flag = ["--mixed-precision", p] if p != "no" else []  # "no" is the default: rung 5 is rung 4
+                runs[p].append(b.launch(5, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32, *flag,
+                                               *steps]))
+        sps = {p: median_steady(rs) for p, rs in runs.items()}
+        out[task] = {"samples_per_second": sps, "bf16_speedup_vs_fp32": sps["bf16"] / sps["no"],
+                     "final_train_loss": {p: rs[0]["train_loss"] for p, rs in runs.items()},
+                     "max_abs_weight_diff_vs_fp32": {p: weight_diff(rs[0], runs["no"][0]) for p, rs in runs.items()},
+                     "loss_curves": {p: curve(rs[0]) for p, rs in runs.items()}}
+        if "fp16" in sps:
+            out[task]["fp16_speedup_vs_bf16"] = sps["fp16"] / sps["bf16"]
+        else:
+            out[task]["fp16"] = "not run on CPU: fp16 is many times slower than fp32 there (see digits)"
+    return out
+
+
+def checkpoints(b):
+    """The checkpoint module (safetensors, sha256, fsync, atomic rename) vs torch.save/torch.load of the same
+    state; and its share of an epoch's training time."""
+    out = {"goal_share": 0.05}
+    for task in ("digits", "gpt"):
+        args = cli.parse(argv=["--task", task, "--data-dir", b.data_dir])
+        train_ds, _, info = data.build(args)
+        torch.manual_seed(0)
+        model = models.build(info).to(b.device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        loader = data.loader(train_ds, 32, data.ShardedSampler(train_ds, seed=0), drop_last=True,
+                             pin_memory=b.cuda)
+
+        def epoch():
+            for batch in loader:
+                loss = F.cross_entropy(model(batch["inputs"].to(b.device)), batch["labels"].to(b.device))
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+
+        epoch_seconds = alternate({"epoch": epoch}, 1 if b.quick else 2, b.sync)["epoch"]
+        directory = b.work / f"checkpoints-{task}"
+        pickle_path = b.work / f"state-{task}.pt"
+        counter = itertools.count(1)
+
+        def ours():
+            checkpoint.save(directory, model, optimizer, next(counter), 0, 0, keep=2)
+
+        def plain():
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, pickle_path)
+
+        def plain_fsync():
+            plain()
+            with open(pickle_path, "rb") as f:
+                os.fsync(f.fileno())
+
+        repeats = 2 if b.quick else 9
+        save = alternate({"checkpoint.save": ours, "torch.save": plain, "torch.save+fsync": plain_fsync},
+                         repeats, b.sync)
+        newest = checkpoint.list_checkpoints(directory)[-1]
+
+        def load_ours():
+            checkpoint.load(newest, model, optimizer, b.device)
+
+        def load_plain():
+            state = torch.load(pickle_path, map_location=b.device, weights_only=True)
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+
+        load = alternate({"checkpoint.load": load_ours, "torch.load": load_plain}, repeats, b.sync)
+        size = sum(f.stat().st_size for f in newest.iterdir())
+        out[task] = {"model": type(model).__name__, "checkpoint_bytes": size, "epoch_seconds": epoch_seconds,
+                     "save_seconds": save, "load_seconds": load,
+                     "save_ratio_vs_torch_save": save["checkpoint.save"] / save["torch.save"],
+                     "load_ratio_vs_torch_load": load["checkpoint.load"] / load["torch.load"],
+                     "share_of_epoch": save["checkpoint.save"] / epoch_seconds}
+    return out
+
+
+GPU_RUNS = {  # name: (rung, flags, accelerate flags); all at world size 1, GPT_GPU's shape, --tf32 for fp32 matmuls
+    "rung5_bf16_compile": (5, ["--mixed-precision", "bf16", "--compile"], []),
+    "rung5_tf32_compile": (5, ["--compile"], []),
+    "rung1_tf32_compile": (1, ["--compile"], []),
+    "rung6_tf32_compile": (6, [], ["--mixed_precision", "no", "--dynamo_backend", "inductor"]),
+    "rung1_tf32_eager": (1, [], []),
+}
+
+
+def gpu(b):
+    """GPT-2 small's shape (12 layers, 768 wide, 1,024 tokens) with torch.compile: bf16 vs TF32, tokens/s and MFU
+    against the device's dense bf16 peak, and rung 6 / rung 1 at world size 1. --gpu-runs picks some of GPU_RUNS
+    (the runs of an earlier call in the same results file are kept, so the set can be split over calls)."""
+    if not b.cuda:
+        return {"skipped": "no CUDA device here"}
+    batch, eval_batches, epochs = (4, 1, 2) if b.quick else (32, 5, 3)
+    eval_sequences = batch * eval_batches  # whole batches only: a last, shorter batch would compile again
+    sequences = 10 * eval_sequences  # the corpus's last tenth is the eval set; 45 training steps an epoch
+    text = b"\n\n".join(p.read_bytes() for p in data._default_corpus())
+    corpus = b.work / "corpus.txt"  # the project's text repeated: throughput only, the loss means little
+    corpus.write_bytes((text * (sequences * 1024 // len(text) + 1))[:sequences * 1024 + 1])
+    assert round(sequences * data.TEXT_EVAL_FRACTION) == eval_sequences
+    common = ["--task", "gpt", "--text-file", corpus, *GPT_GPU, "--batch-size", batch, "--epochs", epochs, "--tf32"]
+    out = b.previous.get("gpu", {}) if "runs" in b.previous.get("gpu", {}) else {"runs": {}}
+    info = data.Info("gpt", "text", (1024,), 256)
+    model = models.build(info, "gpt", 12, 12, 768)
+    peak, name = metrics.device_peak("cuda")
+    out.update({"device_name": name, "peak_bf16_flops": peak, "flops_per_token": model.flops_per_token(),
+                "parameters": sum(p.numel() for p in model.parameters()), "batch_size": batch, "block_size": 1024})
+    for key in b.gpu_runs:
+        rung, flags, accelerate_flags = GPU_RUNS[key]
+        run = b.launch(rung, 1, [*common, *flags], accelerate_flags=accelerate_flags)
+        tokens = steady(run) * 1024
+        out["runs"][key] = {"tokens_per_second": tokens, "train_loss": run["train_loss"],
+                            "mfu": tokens * model.flops_per_token() / peak if peak else None,
+                            "first_epoch_seconds": run["history"][0]["step"] * batch / run["history"][0][
+                                "samples_per_second"]}  # compilation included
+    r = out["runs"]
+
+    def ratio(a, b_):
+        return r[a]["tokens_per_second"] / r[b_]["tokens_per_second"] if a in r and b_ in r else None
+
+    out["bf16_speedup_vs_tf32"] = ratio("rung5_bf16_compile", "rung5_tf32_compile")
+    out["rung6_over_rung1_step_time"] = ratio("rung1_tf32_compile", "rung6_tf32_compile")
+    out["compile_speedup"] = ratio("rung1_tf32_compile", "rung1_tf32_eager")
+    return out
+
+
+SECTIONS = {"overhead": overhead, "input_pipeline": input_pipeline, "scaling": scaling,
+            "mixed_precision": mixed_precision, "checkpoint": checkpoints, "gpu": gpu}
+
+
+# --- summary, tables, plots -----------------------------------------------------------------------------
+
+def summary(sections):
+    """One row per headline ratio: (measure, value, goal, goal met?). `goal` None: reported, no target."""
+    rows = []
+
+    def add(measure, value, goal=None, higher_is_better=False):
+        met = None if goal is None else (value >= goal if higher_is_better else value <= goal)
+        rows.append({"measure": measure, "value": value, "goal": goal, "goal_met": met})
+
+    s = sections
+    if "rungs" in s.get("overhead", {}):
+        for name, r in s["overhead"]["rungs"].items():
+            if name != RUNGS[1]:
+                add(f"step time, {name} / rung 1 (world size 1, digits CNN, 2 ms steps)", r["step_time_ratio"], 1.03)
+        for name, r in s["overhead"].get("gpt", {}).items():
+            if name != RUNGS[1]:
+                add(f"step time, {name} / rung 1 (world size 1, GPT task)", r["step_time_ratio"], 1.03)
+    for task in ("digits", "gpt"):
+        if task in s.get("input_pipeline", {}):
+            add(f"input pipeline: loader / preloaded ({task})", s["input_pipeline"][task]["ratio"], 1.05)
+    for task in ("digits", "gpt"):
+        if task in s.get("scaling", {}):
+            add(f"2 processes x 1 thread / 1 process x 2 threads, samples/s ({task})", s["scaling"][task]["ratio"])
+    for task in ("digits", "gpt"):
+        if task in s.get("mixed_precision", {}):
+            m = s["mixed_precision"][task]
+            add(f"bf16 / fp32 speed-up ({task}, rung 5)", m["bf16_speedup_vs_fp32"])
+            if "fp16_speedup_vs_bf16" in m:
+                add(f"fp16 + GradScaler / bf16 speed-up ({task}, rung 5)", m["fp16_speedup_vs_bf16"])
+    for task in ("digits", "gpt"):
+        if task in s.get("checkpoint", {}):
+            c = s["checkpoint"][task]
+            add(f"checkpoint save / torch.save ({task})", c["save_ratio_vs_torch_save"])
+            add(f"checkpoint load / torch.load ({task})", c["load_ratio_vs_torch_load"])
+            add(f"checkpoint save / epoch time ({task})", c["share_of_epoch"], 0.05)
+    g = s.get("gpu", {})
+    if "runs" in g:
+        mfu = g["runs"].get("rung5_bf16_compile", {}).get("mfu")
+        if mfu is not None:
+            add("GPT 12x768, T=1024: MFU, bf16 + compile (rung 5)", mfu, 0.40, higher_is_better=True)
+        if g.get("bf16_speedup_vs_tf32"):
+            add("GPT: bf16 / TF32 speed-up (compiled)", g["bf16_speedup_vs_tf32"], 1.4, higher_is_better=True)
+        if g.get("rung6_over_rung1_step_time"):
+            add("GPT: step time, rung 6 / rung 1 (TF32, compiled)", g["rung6_over_rung1_step_time"], 1.02)
+        if g.get("compile_speedup"):
+            add("GPT: torch.compile speed-up (rung 1, TF32)", g["compile_speedup"])
+    return rows
+
+
+def _fmt(value):
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "**no**"
+    if isinstance(value, str):
+        return value
+    if value != value:
+        return "n/a"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}" if abs(value) >= 1e-3 or value == 0 else \
+        f"{value:.1e}"
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine_line(result):
+    m = result["machine"]
+    name = m["device_name"] if m["device"] == "cuda" else f"CPU ({m['cpu_count']} cores)"
+    return (f"{name}; torch {m['torch']}, Python {m['python']}; {result['created'][:10]}; "
+            f"{'quick run (machinery only)' if result['quick'] else 'full run'}, {result['seconds']:.0f} s")
+
+
+def summary_table(result):
+    rows = [(r["measure"], r["value"], r["goal"], r["goal_met"]) for r in result["summary"]]
+    return _table(["measure", "value", "goal", "met"], rows)
+
+
+def markdown(results, img):
+    """guides/benchmarks.md from every results JSON (one per device kind)."""
+    parts = ["# Benchmarks", "",
+             "Generated by `make bench` (`scripts/bench.py`) from `bench/results-*.json`: do not edit by hand. Every "
+             "ratio is of two medians measured side by side in one run, the repeats alternating, each run's "
+             "first epoch (warm-up, compilation) left out. Absolute times mean something only on the GPU.", ""]
+    for result in results:
+        s = result["sections"]
+        parts += [f"## {result['machine']['device'].upper()}: {machine_line(result)}", "", summary_table(result), ""]
+        if "rungs" in s.get("overhead", {}):
+            o = s["overhead"]
+            parts += [f"### Scaffolding overhead: every rung at world size 1 ({o['task']}, {o['model']}, batch "
+                      f"{o['batch_size']}, {o['epochs']} epochs x {o['repeats']} repeats)", "",
+                      _table(["rung", "samples/s", "step time / rung 1", "max abs weight diff vs rung 1"],
+                             [(k, v["samples_per_second"], v["step_time_ratio"], v["max_abs_weight_diff_vs_rung1"])
+                              for k, v in o["rungs"].items()]), "",
+                      "The same on the GPT task (2 layers x 128 wide, T=64, batch 32):", "",
+                      _table(["rung", "samples/s", "step time / rung 1"],
+                             [(k, v["samples_per_second"], v["step_time_ratio"]) for k, v in o["gpt"].items()]), "",
+                      "Where the extra time goes (digits CNN, batches in memory, one process, timed in-process):", "",
+                      _table(["loop", "ms/step", "extra us/step"],
+                             [(k, o["per_step_costs"]["ms_per_step"][k], o["per_step_costs"]["extra_us_per_step"][k])
+                              for k in PER_STEP_KINDS]), ""]
+        if "digits" in s.get("input_pipeline", {}):
+            p = s["input_pipeline"]
+            parts += ["### Input pipeline: the rungs' loader vs the same batches already on the device", "",
+                      _table(["task", "ms/step preloaded", "ms/step loader", "ratio", "ratio, 1 worker",
+                              "read ms/batch: datasets formatting", "read ms/batch: Columns"],
+                             [(t, p[t]["step_ms"]["preloaded"], p[t]["step_ms"]["loader"], p[t]["ratio"],
+                               p[t]["ratio_1_worker"], p[t]["batch_read_ms"]["datasets_formatting"],
+                               p[t]["batch_read_ms"]["columns"]) for t in ("digits", "gpt") if t in p]), ""]
+        if "digits" in s.get("scaling", {}):
+            c = s["scaling"]
+            parts += [f"### Scaling on this machine: 2 processes x {c['threads']['per_process_of_two']} thread(s) "
+                      f"vs 1 process x {c['threads']['one_process']} threads, global batch 32", "",
+                      _table(["task", "1 process samples/s", "2 processes samples/s", "ratio",
+                              "gradient bytes", "all-reduce s/step", "all-reduce share of step",
+                              "max abs weight diff"],
+                             [(t, c[t]["one_process_samples_per_second"], c[t]["two_processes_samples_per_second"],
+                               c[t]["ratio"], 4 * c[t]["gradient_numel"], c[t]["allreduce_seconds_per_step"],
+                               c[t]["allreduce_share_of_step"], c[t]["max_abs_weight_diff"])
+                              for t in ("digits", "gpt") if t in c]), "",
+                      "gloo all_reduce between 2 processes (float32; bus bandwidth = 2(n-1)/n x bytes / time):", "",
+                      _table(["bytes", "seconds", "bus bandwidth GB/s"],
+                             [(v["bytes"], v["seconds"], v["bus_bandwidth_GBps"])
+                              for v in sorted(c["allreduce_2_processes"].values(), key=lambda v: v["bytes"])]), ""]
+        if s.get("mixed_precision"):
+            m = s["mixed_precision"]
+            rows = [(t, p, m[t]["samples_per_second"][p], m[t]["samples_per_second"][p] / m[t]["samples_per_second"]
+                     ["no"], m[t]["final_train_loss"][p], m[t]["max_abs_weight_diff_vs_fp32"][p])
+                    for t in m for p in m[t]["samples_per_second"]]
+            parts += ["### Mixed precision: rung 5 at world size 1", "",
+                      _table(["task", "precision", "samples/s", "speed-up vs fp32", "final train loss",
+                              "max abs weight diff vs fp32"], rows), ""]
+        if "digits" in s.get("checkpoint", {}):
+            k = s["checkpoint"]
+            parts += ["### Checkpoints: `common/checkpoint` (safetensors + sha256 + fsync + atomic rename) vs "
+                      "`torch.save`", "",
+                      _table(["task", "bytes", "save s", "torch.save s", "torch.save+fsync s", "load s",
+                              "torch.load s", "epoch s", "save / epoch"],
+                             [(t, k[t]["checkpoint_bytes"], k[t]["save_seconds"]["checkpoint.save"],
+                               k[t]["save_seconds"]["torch.save"], k[t]["save_seconds"]["torch.save+fsync"],
+                               k[t]["load_seconds"]["checkpoint.load"], k[t]["load_seconds"]["torch.load"],
+                               k[t]["epoch_seconds"], k[t]["share_of_epoch"]) for t in ("digits", "gpt") if t in k]),
+                      ""]
+        if "runs" in s.get("gpu", {}):
+            g = s["gpu"]
+            parts += [f"### GPU: GPT {g['parameters'] / 1e6:.0f}M parameters (12 x 768, T=1024, batch "
+                      f"{g['batch_size']}), peak {(g['peak_bf16_flops'] or 0) / 1e12:.0f} TFLOP/s dense bf16", "",
+                      _table(["run", "tokens/s", "MFU", "first epoch s (compiling)", "final train loss"],
+                             [(k, v["tokens_per_second"], v["mfu"], v["first_epoch_seconds"], v["train_loss"])
+                              for k, v in g["runs"].items()]),
+                      ""]
+        device = result["machine"]["device"]
+        for png, caption in ((f"bench-throughput-{device}.png", "throughput per rung and world size"),
+                             (f"bench-loss-{device}.png", "loss curves of every run, overlaid")):
+            if (img / png).exists():
+                parts += [f"![{caption}](img/{png})", ""]
+    return "\n".join(parts)
+
+
+def draw(result, img):
+    """The throughput bars and the overlaid loss curves of one results JSON."""
+    s, device = result["sections"], result["machine"]["device"]
+    bars, curves = [], {}
+    if "rungs" in s.get("overhead", {}):
+        for name, r in s["overhead"]["rungs"].items():
+            bars.append((f"{name}, 1 process", r["samples_per_second"]))
+            curves[f"{name} (world size 1)"] = r["loss_curve"]
+    if "digits" in s.get("scaling", {}):
+        c = s["scaling"]["digits"]
+        bars.append(("4_ddp_torchrun, 2 processes", c["two_processes_samples_per_second"]))
+        curves["4_ddp_torchrun (world size 2)"] = c["loss_curves"]["two_processes"]
+    if "digits" in s.get("mixed_precision", {}):
+        m = s["mixed_precision"]["digits"]
+        for p in ("bf16", "fp16"):
+            if p in m["samples_per_second"]:
+                bars.append((f"5_ddp_amp {p}, 1 process", m["samples_per_second"][p]))
+                curves[f"5_ddp_amp {p} (world size 1)"] = m["loss_curves"][p]
+    made = []
+    if bars:
+        path = img / f"bench-throughput-{device}.png"
+        plots.bar_chart(path, bars, f"digits CNN, global batch 32: samples/s ({machine_line(result)[:60]})",
+                        "samples per second (higher is better)")
+        made.append(path)
+    if curves:
+        path = img / f"bench-loss-{device}.png"
+        plots.line_chart(path, {k: v for k, v in curves.items() if v}, "digits CNN: train loss per epoch, every run",
+                         "optimizer step", "train loss (log scale)", log_y=True)
+        made.append(path)
+    return made
+
+
+README_START, README_END = "<!-- bench: start -->", "<!-- bench: end -->"
+
+
+def update_readme(results):
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    if README_START not in text:
+        return False
+    block = [README_START, ""]
+    for result in results:
+        block += [f"**{machine_line(result)}**", "", summary_table(result), ""]
+        if (ROOT / "guides" / "img" / f"bench-throughput-{result['machine']['device']}.png").exists():
+            block += [f"![throughput](guides/img/bench-throughput-{result['machine']['device']}.png)", ""]
+    block.append(README_END)
+    head, rest = text.split(README_START, 1)
+    readme.write_text(head + "\n".join(block) + rest.split(README_END, 1)[1])
+    return True
+
+
+def machine(device):
+    import accelerate
+    import datasets
+
+    return {"device": device, "device_name": torch.cuda.get_device_name() if device == "cuda" else platform.processor()
+            or platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+            "accelerate": accelerate.__version__, "datasets": datasets.__version__,
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="one repeat of short runs: checks the machinery in seconds")
+    p.add_argument("--out", default=str(ROOT / "guides"), help="where bench/, img/ and benchmarks.md go")
+    p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of: {', '.join(SECTIONS)}")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each contender, interleaved (full mode)")
+    p.add_argument("--data-dir", default=os.environ.get("DDP_LADDER_CACHE", ".cache/ddp-ladder"))
+    p.add_argument("--gpu-runs", default=",".join(GPU_RUNS), help=f"the gpu section's runs, of: {', '.join(GPU_RUNS)}")
+    p.add_argument("--render-only", action="store_true",
+                   help="run nothing: redraw benchmarks.md, the plots and the README table from <out>/bench")
+    opts = p.parse_args()
+    if opts.render_only:
+        return render(Path(opts.out))
+    wanted = [s for s in opts.sections.split(",") if s]
+    unknown = [s for s in wanted if s not in SECTIONS]
+    if unknown:
+        sys.exit(f"error: unknown section {unknown[0]!r}: choose from {', '.join(SECTIONS)}")
+    out, started = Path(opts.out), time.perf_counter()
+    (out / "bench").mkdir(parents=True, exist_ok=True)
+    (out / "img").mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="ddp-ladder-bench-"))
+    b = Bench(opts, work)
+    path = out / "bench" / f"results-{b.device}.json"
+    old = json.loads(path.read_text()) if path.exists() else None
+    sections = dict(old["sections"]) if old and old.get("quick") == opts.quick and set(wanted) != set(SECTIONS) else {}
+    b.previous = dict(sections)
+    failed, earlier = [], old["seconds"] if sections else 0.0
+    result = {"schema": SCHEMA, "quick": opts.quick, "machine": machine(b.device)}
+    try:
+        for name in wanted:
+            start = time.perf_counter()
+            print(f"bench: {name} ...", flush=True)
+            try:
+                sections[name] = SECTIONS[name](b)
+            except (RuntimeError, UsageError, subprocess.TimeoutExpired, OSError) as e:
+                failed.append(name)
+                sections[name] = {"error": str(e)}
+                print(f"bench: {name} FAILED: {e}", file=sys.stderr)
+            print(f"bench: {name} done in {time.perf_counter() - start:.0f} s", flush=True)
+            result.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                          sections=sections, seconds=earlier + time.perf_counter() - started,
+                          summary=summary(sections))
+            metrics.write_json(path, result)  # after every section: a run cut short keeps what it measured
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    render(out)
+    print(summary_table(result))
+    print(f"bench: {time.perf_counter() - started:.0f} s -> {path}, {out / 'benchmarks.md'}, {out / 'img'}")
+    if failed:
+        sys.exit(f"error: bench sections failed: {', '.join(failed)}")
+
+
+def render(out):
+    """benchmarks.md, the plots and (for guides/) the README table, from every results JSON in <out>/bench."""
+    results = [json.loads(f.read_text()) for f in sorted((out / "bench").glob("results-*.json"))]
+    for r in results:
+        r["summary"] = summary(r["sections"])
+        draw(r, out / "img")
+    (out / "benchmarks.md").write_text(markdown(results, out / "img") + "\n")
+    if out.resolve() == (ROOT / "guides").resolve():
+        update_readme(results)
+
+
+if __name__ == "__main__":
+    main()

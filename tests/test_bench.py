@@ -1,0 +1,66 @@
+"""`make bench --quick`: the machinery and the results' schema, never the speed (CI machines differ)."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+from PIL import Image
+
+from conftest import OFFLINE, ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench  # noqa: E402
+
+
+def positive(value):
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
+    proc = subprocess.run([sys.executable, "scripts/bench.py", "--quick", "--out", str(tmp_path), "--data-dir",
+                           str(data_dir)], cwd=ROOT, env={**os.environ, **OFFLINE}, capture_output=True, text=True,
+                          timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "bench" / "results-cpu.json").read_text())
+    assert result["schema"] == bench.SCHEMA and result["quick"] is True
+    assert {"device", "device_name", "cpu_count", "torch", "accelerate", "datasets", "python"} <= set(result["machine"])
+    s = result["sections"]
+    assert set(s) == set(bench.SECTIONS) and not any("error" in v for v in s.values())
+
+    rungs = s["overhead"]["rungs"]
+    assert list(rungs) == list(bench.RUNGS.values())
+    assert rungs["1_single_gpu"]["step_time_ratio"] == 1.0
+    for name, r in rungs.items():
+        assert positive(r["samples_per_second"]) and positive(r["step_time_ratio"])
+        # world size 1, fp32, same seed: every rung trains rung 1's model, whatever its scaffolding
+        assert r["max_abs_weight_diff_vs_rung1"] <= 1e-6, name
+        assert len(r["loss_curve"]) == 2 and all(positive(loss) for _, loss in r["loss_curve"])
+    assert all(positive(r["step_time_ratio"]) for r in s["overhead"]["gpt"].values())
+    costs = s["overhead"]["per_step_costs"]
+    assert set(costs["ms_per_step"]) == set(bench.PER_STEP_KINDS) and costs["extra_us_per_step"]["plain loop"] == 0
+
+    for task in ("digits", "gpt"):
+        p = s["input_pipeline"][task]
+        assert positive(p["ratio"]) and positive(p["batch_read_ms"]["columns"])
+        c = s["scaling"][task]
+        assert positive(c["ratio"]) and positive(c["allreduce_seconds_per_step"])
+        m = s["mixed_precision"][task]
+        assert positive(m["bf16_speedup_vs_fp32"]) and all(positive(v) for v in m["samples_per_second"].values())
+        k = s["checkpoint"][task]
+        assert positive(k["share_of_epoch"]) and positive(k["save_ratio_vs_torch_save"])
+        assert positive(k["load_ratio_vs_torch_load"]) and positive(k["checkpoint_bytes"])
+    assert s["scaling"]["gpt"]["max_abs_weight_diff"] <= 1e-5  # no BatchNorm: 2 processes end on 1's weights
+    assert positive(s["mixed_precision"]["digits"]["fp16_speedup_vs_bf16"])
+    reduce = s["scaling"]["allreduce_2_processes"]
+    assert all(positive(v["seconds"]) and positive(v["bus_bandwidth_GBps"]) for v in reduce.values())
+    assert "skipped" in s["gpu"]  # no CUDA here
+
+    assert result["summary"] and all(isinstance(r["measure"], str) and positive(r["value"]) and
+                                     r["goal_met"] in (None, True, False) for r in result["summary"])
+    page = (tmp_path / "benchmarks.md").read_text()
+    assert "| measure | value | goal | met |" in page and "CPU (" in page
+    for png in ("bench-throughput-cpu.png", "bench-loss-cpu.png"):
+        assert f"(img/{png})" in page
+        with Image.open(tmp_path / "img" / png) as image:
+            assert image.format == "PNG" and image.width == 960 and image.height >= 270
