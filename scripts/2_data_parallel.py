@@ -61,9 +61,9 @@ def main(args):
     train_ds, eval_ds, info = data.build(args)
     sampler = data.ShardedSampler(train_ds, seed=args.seed)  # a new seeded order every epoch (seed + epoch)
     train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
-                               pin_memory=torch.cuda.is_available())
+                               device=device)
     eval_shard = eval_ds.shard(num_shards=world_size, index=rank, contiguous=True)  # rung 1: the whole set
-    eval_loader = data.loader(eval_shard, args.batch_size, num_workers=args.num_workers)
+    eval_loader = data.loader(eval_shard, args.batch_size, num_workers=args.num_workers, device=device)
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------

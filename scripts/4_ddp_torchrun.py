@@ -102,9 +102,9 @@ def main(args):
         dist.barrier()
     sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)  # each rank its share of each batch
     train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
-                               pin_memory=torch.cuda.is_available())
+                               device=device)
     eval_shard = eval_ds.shard(num_shards=world_size, index=rank, contiguous=True)  # no padding, no duplicates
-    eval_loader = data.loader(eval_shard, args.batch_size, num_workers=args.num_workers)
+    eval_loader = data.loader(eval_shard, args.batch_size, num_workers=args.num_workers, device=device)
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------

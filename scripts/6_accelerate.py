@@ -97,8 +97,8 @@ def main(args):
     # each rank its share of each batch; rank and world size given: one process (1gpu.yaml) has no process group
     sampler = DistributedSampler(train_ds, num_replicas=world_size, rank=rank, seed=args.seed, drop_last=True)
     train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
-                               pin_memory=torch.cuda.is_available())
-    eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers)  # prepare() shards it
+                               device=device)
+    eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers, device=device)  # prepare() shards it
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------

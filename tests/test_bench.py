@@ -36,22 +36,22 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         # world size 1, fp32, same seed: every rung trains rung 1's model, whatever its scaffolding
         assert r["max_abs_weight_diff_vs_rung1"] <= 1e-6, name
         assert len(r["loss_curve"]) == 2 and all(positive(loss) for _, loss in r["loss_curve"])
-    assert all(positive(r["step_time_ratio"]) for r in s["overhead"]["gpt"].values())
+    assert s["overhead"]["gpt"] == {}  # quick runs launch no GPT (a full run does)
     costs = s["overhead"]["per_step_costs"]
     assert set(costs["ms_per_step"]) == set(bench.PER_STEP_KINDS) and costs["extra_us_per_step"]["plain loop"] == 0
 
-    for task in ("digits", "gpt"):
+    for task in ("digits", "gpt"):  # in this process: both tasks
         p = s["input_pipeline"][task]
         assert positive(p["ratio"]) and positive(p["batch_read_ms"]["columns"])
-        c = s["scaling"][task]
-        assert positive(c["ratio"]) and positive(c["allreduce_seconds_per_step"])
-        m = s["mixed_precision"][task]
-        assert positive(m["bf16_speedup_vs_fp32"]) and all(positive(v) for v in m["samples_per_second"].values())
         k = s["checkpoint"][task]
         assert positive(k["share_of_epoch"]) and positive(k["save_ratio_vs_torch_save"])
         assert positive(k["load_ratio_vs_torch_load"]) and positive(k["checkpoint_bytes"])
-    assert s["scaling"]["gpt"]["max_abs_weight_diff"] <= 1e-5  # no BatchNorm: 2 processes end on 1's weights
-    assert positive(s["mixed_precision"]["digits"]["fp16_speedup_vs_bf16"])
+    c = s["scaling"]["digits"]
+    assert positive(c["ratio"]) and positive(c["allreduce_seconds_per_step"]) and "gpt" not in s["scaling"]
+    assert c["gradient_numel"] == 29_162 and len(c["loss_curves"]["two_processes"]) == 2
+    m = s["mixed_precision"]["digits"]
+    assert positive(m["bf16_speedup_vs_fp32"]) and positive(m["fp16_speedup_vs_bf16"])
+    assert set(m["samples_per_second"]) == {"no", "bf16", "fp16"} and m["max_abs_weight_diff_vs_fp32"]["no"] == 0
     reduce = s["scaling"]["allreduce_2_processes"]
     assert all(positive(v["seconds"]) and positive(v["bus_bandwidth_GBps"]) for v in reduce.values())
     assert "skipped" in s["gpu"]  # no CUDA here

@@ -26,6 +26,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, Sampler, Sequent
 
 from common import UsageError
 
+ON_DEVICE_BYTES = 1 << 30  # a GPU keeps a prepared dataset up to 1 GiB (per process) in its own memory
 SPLIT_SEED = 42  # the train/eval split is fixed, whatever --seed says, so eval sets stay comparable
 EVAL_FRACTION = 0.2  # for data that has no test/validation split of its own
 CACHE_VERSION = 1  # bump when the preparation below changes, so old caches are not reused
@@ -132,11 +133,20 @@ class Columns(Dataset):
     def __len__(self):
         return self.n
 
+    def nbytes(self):
+        return sum(column.numel() * column.element_size() for column in self.columns.values())
+
+    def to(self, device):
+        self.columns = {name: column.to(device) for name, column in self.columns.items()}
+        return self
+
     def __getitem__(self, index):
         return {name: column[index] for name, column in self.columns.items()}
 
     def __getitems__(self, indices):  # what DataLoader calls with a whole batch's indices
         index = torch.as_tensor(indices, dtype=torch.long)
+        if self.columns["inputs"].is_cuda:  # from pinned memory: a copy from pageable memory would wait for the GPU
+            index = index.pin_memory().to(self.columns["inputs"].device, non_blocking=True)
         return {name: column[index] for name, column in self.columns.items()}
 
 
@@ -154,15 +164,21 @@ def _tensor(chunk):
         return torch.from_numpy(values).view(-1, *shape)
 
 
-def loader(dataset, batch_size, sampler=None, drop_last=False, num_workers=0, pin_memory=False):
-    """A DataLoader over `sampler` (default: in order) that yields dicts of batched tensors, one index per batch."""
+def loader(dataset, batch_size, sampler=None, drop_last=False, num_workers=0, device="cpu"):
+    """A DataLoader over `sampler` (default: in order) that yields dicts of batched tensors, one index per batch.
+    For a GPU `device`: a dataset of at most ON_DEVICE_BYTES moves there once, so each batch is one gather on the
+    GPU (no per-batch copy); a larger one, or one read by worker processes, comes from pinned memory instead,
+    which the rungs' `.to(device, non_blocking=True)` copies while the GPU still works on the previous step."""
     batches = _Batches(sampler if sampler is not None else SequentialSampler(dataset), batch_size, drop_last)
     if len(batches) == 0:
         raise UsageError(f"a batch of {batch_size} per process leaves no full batch of this process's "
                          f"{len(batches.sampler)} samples: lower --batch-size")
+    cuda = torch.device(device).type == "cuda"
     if hasattr(dataset, "data") and hasattr(dataset, "_indices"):  # a datasets.Dataset from build()
         dataset = Columns(dataset)
-    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers, pin_memory=pin_memory,
+        if cuda and num_workers == 0 and dataset.nbytes() <= ON_DEVICE_BYTES:
+            dataset, cuda = dataset.to(device), False  # already on the GPU: nothing to pin
+    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers, pin_memory=cuda,
                       collate_fn=_whole_batch if isinstance(dataset, Columns) else None,
                       persistent_workers=num_workers > 0)
 
