@@ -21,7 +21,7 @@ CHECK := $(PY) scripts/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+.PHONY: help install demo test bench guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
 	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu clean
 
 help: ## list the targets
@@ -41,6 +41,9 @@ demo: install ## the main job: every rung on the default task, one summary table
 
 test: install browser ## run the test suite (offline)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) -m pytest -q tests $(ARGS)
+
+bench: install ## every rung measured side by side, as ratios (ARGS="--quick": seconds); guides/benchmarks.md
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) scripts/bench.py $(ARGS)
 
 guides: install ## regenerate the step guides (Markdown and side-by-side HTML) from the scripts
 	$(PY) scripts/make_guides.py

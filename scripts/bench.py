@@ -9,7 +9,8 @@ taken in this run: the repeats alternate between the things compared, and each r
 compilation) is left out. Rungs run as users run them (python, torchrun, accelerate launch), in subprocesses.
 
     make bench                                        # the full run: about 6 minutes on 2 CPU cores
-    python scripts/bench.py --quick --out /tmp/bench  # one repeat of short runs: checks the machinery, not speed
+    make bench ARGS=--quick                           # one repeat of short runs: checks the machinery, not speed
+                                                      # (writes to out/bench-quick, never over guides/)
     python scripts/bench.py --sections gpu            # one section (see --help); the others' results are kept
 """
 import argparse
@@ -692,7 +693,8 @@ def machine(device):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="one repeat of short runs: checks the machinery in seconds")
-    p.add_argument("--out", default=str(ROOT / "guides"), help="where bench/, img/ and benchmarks.md go")
+    p.add_argument("--out", default=None,
+                   help="where bench/, img/ and benchmarks.md go (default: guides/; out/bench-quick with --quick)")
     p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of: {', '.join(SECTIONS)}")
     p.add_argument("--repeats", type=int, default=3, help="runs of each contender, interleaved (full mode)")
     p.add_argument("--data-dir", default=os.environ.get("DDP_LADDER_CACHE", ".cache/ddp-ladder"))
@@ -700,6 +702,7 @@ def main():
     p.add_argument("--render-only", action="store_true",
                    help="run nothing: redraw benchmarks.md, the plots and the README table from <out>/bench")
     opts = p.parse_args()
+    opts.out = opts.out or str(ROOT / ("out/bench-quick" if opts.quick else "guides"))
     if opts.render_only:
         return render(Path(opts.out))
     wanted = [s for s in opts.sections.split(",") if s]

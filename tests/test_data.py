@@ -133,3 +133,22 @@ def test_user_imagefolder(tmp_path, data_dir):
     train, eval_, info = data.build(args_for(data_dir, dataset=str(tmp_path), image_size=16))
     assert info.kind == "image" and info.input_shape == (3, 16, 16) and info.num_classes == 2
     assert len(train) + len(eval_) == 12
+
+
+def test_columns_read_what_datasets_formatting_reads(data_dir):
+    """The loader's tensor columns give, batch for batch, what `dataset[indices]` gives: across Arrow chunks
+    (digits and gpt are stored in two), for images and sequences, and for a select()ed view."""
+    for task in ("digits", "gpt", "cancer"):
+        train, _, _ = data.build(args_for(data_dir, task=task))
+        columns = data.Columns(train)
+        assert len(columns) == len(train) and columns.nbytes() > 0
+        indices = [len(train) - 1, 0, 999, 1000, 5, 998] if len(train) > 1000 else [len(train) - 1, 0, 5, 3]
+        batch, expected = columns.__getitems__(indices), train[indices]
+        for name in ("inputs", "labels"):
+            assert batch[name].dtype == expected[name].dtype and torch.equal(batch[name], expected[name])
+    view = train.select([7, 3, 11])  # an indices mapping, not a table slice
+    assert torch.equal(data.Columns(view).__getitems__([0, 2])["inputs"], train[[7, 11]]["inputs"])
+    loader = data.loader(train, 8, data.ShardedSampler(train, seed=1), drop_last=True)
+    first = next(iter(loader))
+    order = data.epoch_order(len(train), 1, 0)[:8]
+    assert torch.equal(first["labels"], train[order]["labels"]) and first["inputs"].shape == (8, 30)

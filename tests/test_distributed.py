@@ -109,6 +109,18 @@ def test_rung6_refuses_a_launch_that_did_not_give_it_its_processes(tmp_path, dat
     assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
+def test_rung6_runs_as_one_plain_process_and_refuses_compile_flag(tmp_path, data_dir):
+    """`python scripts/6_accelerate.py` (and 1gpu.yaml) is accelerate with one process and no process group:
+    it trains rung 1's model. --compile belongs to the config there (--dynamo_backend), so it is refused."""
+    flags = ["--data-dir", data_dir, "--task", "cancer", "--epochs", "1"]
+    run_script("1_single_gpu.py", *flags, "--output-dir", tmp_path / "one")
+    run_script("6_accelerate.py", *flags, "--output-dir", tmp_path / "six")
+    one, six = (load_file(str(tmp_path / d / "model.safetensors")) for d in ("one", "six"))
+    assert max_abs_diff(one, six) <= FP32_TOLERANCE
+    proc = run_script("6_accelerate.py", *flags, "--output-dir", tmp_path / "c", "--compile", check=False)
+    assert proc.returncode == 2 and "--dynamo_backend inductor" in proc.stderr and proc.stderr.count("\n") == 1
+
+
 def test_rung4_outside_torchrun_says_how_to_launch(tmp_path, data_dir):
     proc = run_script("4_ddp_torchrun.py", "--data-dir", data_dir, "--output-dir", tmp_path, check=False)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "torchrun" in proc.stderr

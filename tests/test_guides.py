@@ -15,7 +15,8 @@ from conftest import OFFLINE, ROOT
 GUIDES = ROOT / "guides"
 # The order the commands must run in: the step guides build on each other's output directories.
 GUIDE_ORDER = ["step-1-2.md", "step-2-3.md", "step-3-4.md", "step-4-5.md", "step-5-6.md", "old-apis.md",
-               "dp-vs-ddp.md", "troubleshooting.md", "multi-node.md", "fault-tolerance.md", "next-steps.md"]
+               "dp-vs-ddp.md", "troubleshooting.md", "multi-node.md", "fault-tolerance.md", "next-steps.md",
+               "performance.md", "benchmarks.md"]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -174,6 +175,8 @@ def test_every_sh_command_in_the_guides_runs(sandbox, guide):
             assert "port 29562 is in use" in out
         if "world size" in block:
             assert "world size 2" in out
+        if "scripts/bench.py" in block:
+            assert "input pipeline: loader / preloaded (digits)" in out
         if "scripts/collectives.py" in block:  # node 1's second process: rank 3, local rank 1, node 1
             assert re.search(r"\d+ +3 +1 +1 +cpu", out) and "all 1 operations gave the expected results" in out
 
@@ -182,7 +185,7 @@ def test_sh_blocks_only_where_they_run_here():
     """GPU- or cluster-only commands are in `bash` blocks; every guide but next-steps has something to run."""
     for name in GUIDE_ORDER:
         blocks = sh_blocks(GUIDES / name)
-        assert blocks or name == "next-steps.md", f"{name} has no command that runs on CPU"
+        assert blocks or name in ("next-steps.md", "benchmarks.md"), f"{name} has no command that runs on CPU"
         for block in blocks:
             assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
 
