@@ -5,7 +5,7 @@ import math
 from PIL import Image, ImageDraw, ImageFont
 
 WIDTH, HEIGHT = 960, 540
-MARGIN = dict(left=90, right=250, top=50, bottom=60)  # the legend sits in the right margin
+MARGIN = dict(left=90, right=270, top=50, bottom=60)  # the legend sits in the right margin
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
 DASHES = [None, (10, 6), (3, 4), (14, 4, 3, 4)]  # overlaid curves that coincide stay visible
@@ -87,9 +87,9 @@ def line_chart(path, series, title, xlabel, ylabel, log_y=False):
         y = top + 10 + 24 * i
         _dashed(draw, [(right + 15, y), (right + 55, y)], colour, dash)
         draw.text((right + 62, y), name, fill="black", font=small, anchor="lm")
-    draw.text((WIDTH / 2, 22), title, fill="black", font=big, anchor="mm")
+    draw.text((WIDTH / 2, 16), title, fill="black", font=big, anchor="mm")
     draw.text(((left + right) / 2, HEIGHT - 18), xlabel, fill="black", font=small, anchor="mm")
-    draw.text((left, top - 10), ylabel, fill="black", font=small, anchor="lb")
+    draw.text((left, top - 4), ylabel, fill="black", font=small, anchor="lb")
     image.save(path)
 
 
@@ -108,6 +108,6 @@ def bar_chart(path, bars, title, xlabel):
         draw.text((left - 10, y + 16), name, fill="black", font=small, anchor="rm")
         draw.text((x + 8, y + 16), _label(value), fill="black", font=small, anchor="lm")
     draw.line([(left, top), (left, top + 34 * len(bars))], fill="black")
-    draw.text((WIDTH / 2, 22), title, fill="black", font=big, anchor="mm")
+    draw.text((WIDTH / 2, 16), title, fill="black", font=big, anchor="mm")
     draw.text(((left + right) / 2, height - 20), xlabel, fill="black", font=small, anchor="mm")
     image.save(path)
