@@ -97,6 +97,7 @@ def parse(description=None, argv=None):
         import torch
 
         torch.backends.cuda.matmul.allow_tf32 = True
+        os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"  # the same for processes this one spawns (rung 3)
     if args.n_embd % args.n_head:
         raise UsageError(f"--n-embd {args.n_embd} is not a multiple of --n-head {args.n_head}")
     if args.dataset is None and args.task not in TASKS:
