@@ -681,7 +681,10 @@ def update_readme(results):
         return False
     block = [README_START, ""]
     for result in results:
-        block += [f"**{machine_line(result)}**", "", summary_table(result), ""]
+        block += [f"**{machine_line(result)}**", ""]
+        if result.get("note"):
+            block += [f"*{result['note']}.*", ""]
+        block += [summary_table(result), ""]
         if (ROOT / "guides" / "img" / f"bench-throughput-{result['machine']['device']}.png").exists():
             block += [f"![throughput](guides/img/bench-throughput-{result['machine']['device']}.png)", ""]
     block.append(README_END)
