@@ -98,7 +98,8 @@ def main(args):
     sampler = DistributedSampler(train_ds, num_replicas=world_size, rank=rank, seed=args.seed, drop_last=True)
     train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True, num_workers=args.num_workers,
                                device=device)
-    eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers, device=device)  # prepare() shards it
+    # the whole eval set: prepare() shards it
+    eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers, device=device)
     global_batch = args.batch_size * world_size
 
     # -- model -------------------------------------------------------------------------------------------

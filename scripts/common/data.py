@@ -114,8 +114,8 @@ class _Batches(BatchSampler):
 
 class Columns(Dataset):
     """A prepared `datasets.Dataset` read as one tensor per column, so that a batch is one tensor index per
-    column. `dataset[indices]` through datasets' torch formatting costs 2.6 ms for 32 digits images, more than the
-    CNN's whole training step (2.4 ms on 2 cores); this costs about 0.01 ms (make bench: the input pipeline ratio).
+    column. `dataset[indices]` through datasets' torch formatting costs 2.8 ms for 32 digits images, more than the
+    CNN's whole training step (1.8 ms on 2 cores); this costs about 0.05 ms (make bench: the input pipeline).
     A column stored in one Arrow chunk is used in place (the memory-mapped file, no copy); one of several chunks
     is joined once into RAM, which `build` needed anyway (it prepares every dataset from in-memory arrays). It
     holds for every dataset that `build` prepares: fixed-shape numeric `inputs` and `labels`, whatever the source."""
