@@ -15,9 +15,9 @@ TORCHRUN := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/torchrun
 # runs inside) gives a c10d rendezvous on a free port instead, unshared with the variable above.
 ACCELERATE := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 PET_STANDALONE=1 $(VENV)/bin/accelerate
 CONFIG ?=
-# Every distributed target is checked before it launches (scripts/launch_check.py): too few GPUs, a missing or
+# Every distributed target is checked before it launches (scripts/tools/launch_check.py): too few GPUs, a missing or
 # invalid accelerate config, a port in use each stop here in one line, naming the fix.
-CHECK := $(PY) scripts/launch_check.py
+CHECK := $(PY) scripts/tools/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
@@ -37,16 +37,16 @@ $(STAMP): requirements.txt
 	touch $@
 
 demo: install ## the main job: every rung on the default task, one summary table
-	$(PY) scripts/demo.py -- --task $(TASK) $(ARGS)
+	$(PY) scripts/tools/demo.py -- --task $(TASK) $(ARGS)
 
 test: install browser ## run the test suite (offline)
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) -m pytest -q tests $(ARGS)
 
 bench: install ## every rung measured side by side, as ratios (ARGS="--quick": seconds); guides/benchmarks.md
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) scripts/bench.py $(ARGS)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) scripts/tools/bench.py $(ARGS)
 
 guides: install ## regenerate the step guides (Markdown and side-by-side HTML) from the scripts
-	$(PY) scripts/make_guides.py
+	$(PY) scripts/tools/make_guides.py
 
 browser: ## Debian's chromium, for the test that renders a guide page (installed only when missing)
 	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
@@ -95,7 +95,7 @@ accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gl
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 collectives: install ## the collectives lab: NPROC processes over gloo, every op before/after
-	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/collectives.py
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/labs/collectives.py
 
 clean: ## remove outputs and the data cache (not the virtualenv)
 	rm -rf out .cache

@@ -7,11 +7,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
-sys.path.insert(0, str(SCRIPTS))
+sys.path[:0] = [str(SCRIPTS), str(SCRIPTS / "tools")]  # common/, and the tools (ladder, make_guides, ...)
 
-# Offline, always: a test that needs the network fails instead of quietly downloading.
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
-os.environ.update(OFFLINE)
+from ladder import OFFLINE, command, max_abs_diff  # noqa: E402,F401  (the launch commands: one copy, shared)
+
+os.environ.update(OFFLINE)  # offline, always: a test that needs the network fails instead of downloading
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +30,13 @@ def run_script(script, *args, env=None, timeout=300, check=True, launcher=None):
     return proc
 
 
+def run_rung(rung, nproc, *args, launcher_flags=(), **kw):
+    """Run rung `rung` on `nproc` processes with the command its docstring gives (tools/ladder.py)."""
+    cmd = command(rung, nproc, launcher_flags)
+    at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))  # the script; rung 3's --nproc follows it
+    return run_script(Path(cmd[at]).name, *cmd[at + 1:], *args, launcher=cmd[:at], **kw)
+
+
 def args_for(data_dir, **overrides):
     """A namespace as cli.parse would give it, for calling scripts/common directly."""
     from common import cli
@@ -41,7 +48,7 @@ def args_for(data_dir, **overrides):
 
 
 BIN = Path(sys.executable).parent  # the virtualenv's torchrun and accelerate
-TORCHRUN = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2"]
+TORCHRUN = command(4, nproc=2)[:-1]  # the launcher part of a rung's command
 
 
 def free_port():
@@ -50,13 +57,6 @@ def free_port():
     return cli.free_port()
 
 
-def accelerate(*extra, config="cpu_2proc"):
+def accelerate(*extra, config="cpu_2proc", nproc=2):
     """`accelerate launch` with a saved config, on a free port; `extra` are more launch flags."""
-    return [str(BIN / "accelerate"), "launch", "--config_file", str(ROOT / "accelerate_configs" / f"{config}.yaml"),
-            "--main_process_port", str(free_port()), *extra]
-
-
-def max_abs_diff(a, b):
-    """max |a - b| over two state dicts with the same keys."""
-    assert a.keys() == b.keys()
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+    return command(6, nproc, launcher_flags=extra, config=config)[:-1]

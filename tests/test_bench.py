@@ -9,7 +9,6 @@ from PIL import Image
 
 from conftest import OFFLINE, ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
 import bench  # noqa: E402
 
 
@@ -18,7 +17,7 @@ def positive(value):
 
 
 def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
-    proc = subprocess.run([sys.executable, "scripts/bench.py", "--quick", "--out", str(tmp_path), "--data-dir",
+    proc = subprocess.run([sys.executable, "scripts/tools/bench.py", "--quick", "--out", str(tmp_path), "--data-dir",
                            str(data_dir)], cwd=ROOT, env={**os.environ, **OFFLINE}, capture_output=True, text=True,
                           timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -19,7 +19,7 @@ OPS = ("send/recv", "broadcast from rank 0", "reduce (sum) to rank 0", "all_redu
 
 @pytest.mark.parametrize("world_size", [2, 3, 4])
 def test_collectives_lab_every_op(world_size):
-    proc = run_script("collectives.py", launcher=[*TORCHRUN, f"--nproc_per_node={world_size}"])
+    proc = run_script("labs/collectives.py", launcher=[*TORCHRUN, f"--nproc_per_node={world_size}"])
     out = proc.stdout
     for title in OPS:
         assert title in out, title
@@ -81,7 +81,7 @@ def test_gpt_model_is_causal_and_sized_by_flags():
 def test_ddp_over_a_model_split_across_two_devices(tmp_path, data_dir):
     flags = ["--task", "cancer", "--epochs", 2]
     w1, _ = launch("1_single_gpu.py", tmp_path / "1", data_dir, *flags, "--batch-size", 32)
-    w, m = launch("ddp_model_parallel.py", tmp_path / "mp", data_dir, *flags, "--batch-size", 16,
+    w, m = launch("labs/ddp_model_parallel.py", tmp_path / "mp", data_dir, *flags, "--batch-size", 16,
                   launcher=[*TORCHRUN, "--nproc_per_node=2"])
     assert m["world_size"] == 2 and m["devices"] == ["cpu", "cpu"] and m["steps"] == 28
     assert max_abs_diff(w, w1) <= 1e-5  # the split moves weights, not arithmetic

@@ -32,25 +32,31 @@ def test_cache_is_built_once(data_dir, monkeypatch):
     assert calls == [] and len(train) == 455
 
 
-@pytest.mark.parametrize("n,world_size,seed", [(455, 2, 0), (455, 3, 1), (1437, 4, 7), (10, 1, 3)])
-def test_sharded_sampler_equals_distributed_sampler(n, world_size, seed):
+@pytest.mark.parametrize("n,seed", [(455, 0), (1437, 7), (10, 3)])
+def test_rung1_shuffle_is_distributed_sampler_at_world_size_1(n, seed):
+    """EpochShuffle (rung 1's shuffle=True) is DistributedSampler's order at world size 1, epoch by epoch, and
+    moves to the next epoch by itself after each pass, as DataLoader(shuffle=True) does."""
     dataset = list(range(n))
-    for epoch in (0, 1, 5):
-        for rank in range(world_size):
-            ours = data.ShardedSampler(dataset, seed=seed, rank=rank, world_size=world_size)
-            theirs = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed,
-                                        drop_last=True)
-            ours.set_epoch(epoch)
-            theirs.set_epoch(epoch)
-            assert list(ours) == list(theirs) and len(ours) == len(theirs)
+    ours = data.EpochShuffle(dataset, seed=seed)
+    theirs = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=seed, drop_last=True)
+    for epoch in (0, 1, 2):
+        theirs.set_epoch(epoch)
+        assert list(ours) == list(theirs) and len(ours) == len(theirs)  # no set_epoch on ours
+    ours.set_epoch(7)
+    theirs.set_epoch(7)
+    assert list(ours) == list(theirs)
 
 
 def test_epochs_have_different_orders():
-    s = data.ShardedSampler(list(range(100)), seed=0)
-    s.set_epoch(0)
-    first = list(s)
-    s.set_epoch(1)
-    assert list(s) != first and sorted(list(s)) == sorted(first)
+    s = data.EpochShuffle(list(range(100)), seed=0)
+    first, second = list(s), list(s)
+    assert second != first and sorted(second) == sorted(first)
+
+
+def test_shuffle_and_sampler_exclude_each_other_as_in_torch():
+    dataset = torch.utils.data.TensorDataset(torch.arange(10))
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        data.loader(dataset, 2, shuffle=True, sampler=DistributedSampler(dataset, num_replicas=1, rank=0))
 
 
 def test_seed_tutorial_batch_count():
@@ -58,7 +64,7 @@ def test_seed_tutorial_batch_count():
     dataset = torch.utils.data.TensorDataset(torch.arange(455))
     seen = []
     for rank in range(2):
-        loader = data.loader(dataset, 8, data.ShardedSampler(dataset, seed=0, rank=rank, world_size=2),
+        loader = data.loader(dataset, 8, sampler=DistributedSampler(dataset, 2, rank, seed=0, drop_last=True),
                              drop_last=True)
         batches = list(loader)
         assert len(loader) == len(batches) == 28
@@ -67,28 +73,37 @@ def test_seed_tutorial_batch_count():
 
 
 def test_global_batches_are_the_same_at_every_world_size(data_dir):
-    """Rung 1 at batch 2B and W=2 processes at batch B see the same set of samples at every step."""
+    """Rung 1 at batch 2B, W=2 DistributedSampler processes at batch B (rungs 3-5), and W=2 processes of
+    accelerate's prepare() at batch B (rung 6) see the same set of samples at every step."""
+    from accelerate.data_loader import BatchSamplerShard
+
     train, _, _ = data.build(args_for(data_dir, task="cancer"))
-    one = data.loader(train, 16, data.ShardedSampler(train, seed=3), drop_last=True)
-    shards = [data.loader(train, 8, data.ShardedSampler(train, seed=3, rank=r, world_size=2), drop_last=True)
+    one = data.loader(train, 16, shuffle=True, seed=3, drop_last=True)
+    shards = [data.loader(train, 8, sampler=DistributedSampler(train, 2, r, seed=3, drop_last=True), drop_last=True)
               for r in range(2)]
-    for loaders in ([one], shards):
-        for dl in loaders:
-            dl.batch_sampler.sampler.set_epoch(2)
-    steps = list(zip(one, *shards))
-    assert len(steps) == 28
-    for full, a, b in steps:
-        key = lambda x: [tuple(r.tolist()) for r in x]  # noqa: E731
-        assert sorted(key(full["inputs"])) == sorted(key(torch.cat([a["inputs"], b["inputs"]])))
+    halves = [data.loader(train, 8, shuffle=True, seed=3, drop_last=True) for _ in range(2)]
+    accelerate_style = [None, None]
+    for dl in (one, *shards):
+        data.start_at(dl, 2, 0)
+    for r, h in enumerate(halves):
+        data.start_at(h, 2, 0)
+        accelerate_style[r] = [h.dataset.__getitems__(b) for b in BatchSamplerShard(h.batch_sampler, 2, r)]
+    steps = list(zip(one, *shards, *accelerate_style))
+    assert len(steps) == 28 == len(accelerate_style[0])
+    key = lambda x: sorted(tuple(r.tolist()) for r in x)  # noqa: E731
+    for full, a, b, c, d in steps:
+        assert key(full["inputs"]) == key(torch.cat([a["inputs"], b["inputs"]]))
+        assert key(full["inputs"]) == key(torch.cat([c["inputs"], d["inputs"]]))
 
 
-def test_skip_batches_resumes_mid_epoch():
+def test_start_at_resumes_mid_epoch():
     dataset = torch.utils.data.TensorDataset(torch.arange(40))
-    loader = data.loader(dataset, 4, data.ShardedSampler(dataset, seed=0), drop_last=True)
-    full = [b[0].tolist() for b in loader]
-    data.skip_batches(loader, 3)
-    assert [b[0].tolist() for b in loader] == full[3:]
-    assert [b[0].tolist() for b in loader] == full  # the skip applies to one pass only
+    loader = data.loader(dataset, 4, shuffle=True, seed=0, drop_last=True)
+    epochs = [[b[0].tolist() for b in loader] for _ in range(3)]
+    assert epochs[0] != epochs[1] != epochs[2]
+    data.start_at(loader, 1, 3)
+    assert [b[0].tolist() for b in loader] == epochs[1][3:]
+    assert [b[0].tolist() for b in loader] == epochs[2]  # the skip applies to one pass only
 
 
 def test_eval_shards_cover_every_sample_once(data_dir):
@@ -102,7 +117,7 @@ def test_eval_shards_cover_every_sample_once(data_dir):
 def test_batch_larger_than_dataset_is_a_usage_error():
     dataset = torch.utils.data.TensorDataset(torch.arange(10))
     with pytest.raises(UsageError, match="lower --batch-size"):
-        data.loader(dataset, 16, data.ShardedSampler(dataset), drop_last=True)
+        data.loader(dataset, 16, shuffle=True, drop_last=True)
 
 
 def test_user_csv_and_errors(tmp_path, data_dir):
@@ -148,7 +163,7 @@ def test_columns_read_what_datasets_formatting_reads(data_dir):
             assert batch[name].dtype == expected[name].dtype and torch.equal(batch[name], expected[name])
     view = train.select([7, 3, 11])  # an indices mapping, not a table slice
     assert torch.equal(data.Columns(view).__getitems__([0, 2])["inputs"], train[[7, 11]]["inputs"])
-    loader = data.loader(train, 8, data.ShardedSampler(train, seed=1), drop_last=True)
+    loader = data.loader(train, 8, shuffle=True, seed=1, drop_last=True)
     first = next(iter(loader))
     order = data.epoch_order(len(train), 1, 0)[:8]
     assert torch.equal(first["labels"], train[order]["labels"]) and first["inputs"].shape == (8, 30)

@@ -2,9 +2,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 
-from common import metrics, models
+from common import UsageError, metrics, models
 from common.data import Info
 from conftest import ROOT
 
@@ -45,5 +46,10 @@ def test_models_shapes_and_no_dropout():
     assert flat(torch.zeros(2, 3, 16, 16)).shape == (2, 4)
     for m in (cnn, mlp, flat):
         assert not any(isinstance(x, torch.nn.Dropout) for x in m.modules())
-    assert any(isinstance(x, torch.nn.BatchNorm2d) for x in cnn.modules())
+    assert any(isinstance(x, torch.nn.GroupNorm) for x in cnn.modules())  # the default: split-invariant
+    assert not any(isinstance(x, (torch.nn.BatchNorm2d, torch.nn.ReLU)) for m in (cnn, mlp) for x in m.modules())
+    bn = models.build(Info("d", "image", (1, 8, 8), 10), "cnn-bn")
+    assert any(isinstance(x, torch.nn.BatchNorm2d) for x in bn.modules())
+    with pytest.raises(UsageError, match="--model mlp has none"):
+        models.build(Info("d", "image", (1, 8, 8), 10), "mlp", sync_bn=True)
     assert not any(isinstance(x, torch.nn.modules.batchnorm._BatchNorm) for x in mlp.modules())

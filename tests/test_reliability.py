@@ -1,7 +1,6 @@
 """Reliability on CPU, 2 processes over gloo: a rank killed and restarted, preemption by SIGTERM, hangs, bad
 launches, eval at awkward sizes. Faults are injected from outside the rungs (tests/faults/sitecustomize.py), at a
 step the test chooses. Crashes during a save and corrupt checkpoints: tests/test_checkpoint.py."""
-import importlib
 import json
 import os
 import signal
@@ -18,7 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from common import UsageError, preemption
-from conftest import BIN, OFFLINE, ROOT, SCRIPTS, TORCHRUN, accelerate, free_port, max_abs_diff
+from conftest import BIN, OFFLINE, ROOT, SCRIPTS, command, free_port, max_abs_diff
 
 sys.path.insert(0, str(Path(__file__).parent / "faults"))
 from sitecustomize import job_tree  # noqa: E402  (tests/faults is not a package)
@@ -32,22 +31,13 @@ SIGTERM_BOUND = 20  # seconds from SIGTERM to a checkpointed exit (the scheduler
 
 
 
-RUNGS = {  # rung -> (script, launcher, per-process batch) for a global batch of 32
-    1: ("1_single_gpu.py", [sys.executable], 32),
-    2: ("2_data_parallel.py", [sys.executable], 32),
-    3: ("3_ddp_spawn.py", [sys.executable], 16),
-    4: ("4_ddp_torchrun.py", TORCHRUN, 16),
-    5: ("5_ddp_amp.py", TORCHRUN, 16),
-    6: ("6_accelerate.py", None, 16),
-}
-
-
-def start(rung, out, data_dir, *flags, fault=None, marker=None, env=None, launcher=None):
-    """Start a rung in its own session (so a test can signal the whole job, as Slurm does) and return it."""
-    script, default_launcher, batch = RUNGS[rung]
-    launcher = launcher or default_launcher or accelerate()
-    cmd = [*launcher, str(SCRIPTS / script), "--batch-size", str(batch), "--data-dir", str(data_dir),
-           "--output-dir", str(out), *map(str, flags)]
+def start(rung, out, data_dir, *flags, fault=None, marker=None, env=None, launcher_flags=(), nproc=None):
+    """Start a rung in its own session (so a test can signal the whole job, as Slurm does) and return it: one
+    process for rungs 1-2, two for 3-6, at a global batch of 32."""
+    nproc = nproc or (1 if rung <= 2 else 2)
+    batch = 32 // nproc if "--batch-size" not in map(str, flags) else None
+    cmd = [*command(rung, nproc, launcher_flags), *(["--batch-size", str(batch)] if batch else []),
+           "--data-dir", str(data_dir), "--output-dir", str(out), *map(str, flags)]
     full_env = {**os.environ, **OFFLINE, "PYTHONUNBUFFERED": "1", **RESTART_ENV, **(env or {})}
     if fault:
         full_env.update({"PYTHONPATH": str(FAULTS), "DDP_LADDER_FAULT": fault, "DDP_LADDER_FAULT_MARKER": str(marker),
@@ -104,11 +94,10 @@ def test_a_killed_rank_restarts_and_ends_on_the_same_weights_3_times_in_a_row(tm
     """SIGKILL rank 1 mid-epoch 2 under torchrun --max-restarts=1: all workers restart, resume from the epoch-1
     checkpoint and end bitwise where the uninterrupted run ends. Five times, because restarts over gloo used to
     fail 5 times in 8 (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is the fix)."""
-    launcher = [*TORCHRUN, "--max-restarts=1"]
     for attempt in range(3):
         out = tmp_path / f"run{attempt}"
         stdout, stderr = run(4, out, data_dir, *TASK, fault="kill@20:1", marker=tmp_path / f"m{attempt}",
-                             launcher=launcher)
+                             launcher_flags=["--max-restarts=1"])
         assert "fault: kill at step 20 on rank 1" in stdout
         assert "resuming from" in stdout and "step-00000014" in stdout, stdout
         assert "warning: restarts may fail" not in stdout  # the store is not shared
@@ -124,7 +113,7 @@ def test_rung6_killed_rank_restarts_under_accelerate_launch(tmp_path, data_dir, 
     then hung once in a clean-clone run), and it ignores a config's rdzv_backend. torchrun's standalone mode,
     switched on by its PET_STANDALONE variable, gives a c10d rendezvous on a free port, unshared."""
     stdout, _ = run(6, tmp_path / "out", data_dir, *TASK, fault="kill@20:1", marker=tmp_path / "m",
-                    launcher=accelerate("--max_restarts", "1"), env={"PET_STANDALONE": "1"})
+                    launcher_flags=["--max_restarts", "1"], env={"PET_STANDALONE": "1"})
     assert "resuming from" in stdout and "step-00000014" in stdout, stdout
     assert "warning: restarts may fail" not in stdout  # the store is not shared
     assert max_abs_diff(weights(tmp_path / "out"), reference[1]) <= EXACT
@@ -132,7 +121,7 @@ def test_rung6_killed_rank_restarts_under_accelerate_launch(tmp_path, data_dir, 
 
 def test_shared_rendezvous_store_with_restarts_is_warned_about(tmp_path, data_dir):
     stdout, _ = run(4, tmp_path / "out", data_dir, "--task", "cancer", "--max-steps", 1,
-                    launcher=[*TORCHRUN, "--max-restarts=1"], env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "0"})
+                    launcher_flags=["--max-restarts=1"], env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "0"})
     assert "warning: restarts may fail or hang" in stdout and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in stdout
 
 
@@ -214,11 +203,13 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
                               text=True, env={**os.environ, **OFFLINE, "WORLD_SIZE": "2"})
         assert proc.returncode == 2 and "RANK" in one_error_line(proc.stderr), proc.stderr
     assert not (tmp_path / "out" / "checkpoints").exists()
-    # more processes than GPUs: rung 3 checks before it spawns anything
-    spawn_rung = importlib.import_module("3_ddp_spawn")
+    # more processes than GPUs: rung 3's flags are checked before it spawns anything
+    from common import cli
+
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    with pytest.raises(UsageError, match="--nproc 2 but only 1 GPU"):
-        spawn_rung.spawn(type("Args", (), {"nproc": 2})())
+    monkeypatch.setattr(sys, "argv", ["3_ddp_spawn.py"])
+    with pytest.raises(UsageError, match="--nproc 2 but 1 GPU"):
+        cli.parse(argv=["--nproc", "2"])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a GPU")
@@ -298,15 +289,12 @@ def odd_reference(tmp_path_factory, data_dir):
     return csv, metrics_of(root / "1")
 
 
-@pytest.mark.parametrize("rung", [3, 6])  # the two eval implementations: all_gather_uneven (3-5), accelerate's
+@pytest.mark.parametrize("rung", [3, 6])  # the two eval implementations: all_gather_object (3-5), accelerate's
 def test_eval_at_awkward_sizes_matches_one_process(tmp_path, data_dir, odd_reference, rung):
     """3 processes x batch 4 over 37 eval samples (shards of 13/12/12, last batches ragged): the same samples,
     each once, and the same accuracy as one process."""
     csv, one = odd_reference
-    launcher = {3: [sys.executable], 6: accelerate("--num_processes", "3")}[rung]
-    extra = ["--nproc", 3] if rung == 3 else []
-    run(rung, tmp_path / "n", data_dir, "--dataset", csv, "--epochs", 1, *extra, "--batch-size", 4,
-        launcher=launcher)
+    run(rung, tmp_path / "n", data_dir, "--dataset", csv, "--epochs", 1, "--batch-size", 4, nproc=3)
     many = metrics_of(tmp_path / "n")
     assert many["world_size"] == 3 and many["global_batch_size"] == 12
     assert one["eval_samples"] == many["eval_samples"] == 37

@@ -7,8 +7,7 @@ from safetensors.torch import load_file
 
 from conftest import max_abs_diff, run_script
 
-METRICS_KEYS = {"eval_accuracy", "eval_loss", "train_loss", "global_batch_size", "world_size", "steps",
-                "samples_per_second"}
+METRICS_KEYS = {"eval_accuracy", "eval_loss", "train_loss", "global_batch_size", "steps", "samples_per_second"}
 
 
 def weights(out):
@@ -33,7 +32,7 @@ def test_rung1_default_run_is_accurate_and_complete(default_runs):
     m = json.loads((out / "metrics.json").read_text())
     assert METRICS_KEYS <= m.keys()
     assert m["eval_accuracy"] >= 0.95, m
-    assert m["world_size"] == 1 and m["global_batch_size"] == 32 and m["steps"] == 10 * (1437 // 32)
+    assert "world_size" not in m and m["global_batch_size"] == 32 and m["steps"] == 10 * (1437 // 32)
     assert m["eval_samples"] == 360 and m["samples_per_second"] > 0
 
 

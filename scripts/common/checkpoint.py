@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from common import UsageError
@@ -176,9 +177,8 @@ def _read(path, device):
     try:
         model_sd = load_file(path / "model.safetensors", device=_device(device))
         opt_sd = load_file(path / "optimizer.safetensors", device=_device(device))
-        with open(path / "optimizer.safetensors", "rb") as f:
-            header_len = int.from_bytes(f.read(8), "little")
-            metadata = json.loads(f.read(header_len)).get("__metadata__", {})
+        with safe_open(path / "optimizer.safetensors", framework="pt") as f:
+            metadata = f.metadata() or {}
     except Exception as e:  # safetensors raises several types for a file that is not safetensors
         raise CheckpointError(f"checkpoint {str(path)!r} is not valid safetensors ({e}): delete it or resume "
                               f"from another checkpoint") from None
@@ -227,11 +227,13 @@ def load(path, model, optimizer=None, device="cpu", scaler=None):
     return state
 
 
-def resume(resume_from, output_dir, model, optimizer, device="cpu", is_main=True, scaler=None, log=print):
-    """Apply --resume: "none" starts fresh (the main process removes old checkpoints in `output_dir`, so they
-    cannot be mistaken for this run's), "auto" loads the newest valid checkpoint there (falling back past
-    corrupt ones, and saying so), anything else is a checkpoint directory to load.
+def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None, log=print, device=None):
+    """Apply --resume (onto `device`, by default the one the model's parameters are on): "none" starts fresh
+    (the main process removes old checkpoints in `output_dir`, so they cannot be mistaken for this run's),
+    "auto" loads the newest valid checkpoint there (falling back past corrupt ones, and saying so), anything else
+    is a checkpoint directory to load.
     Returns (epoch, step, batch_in_epoch) to continue from."""
+    device = device or next(unwrap(model).parameters()).device
     if resume_from == "none":
         if is_main:
             for old in list_checkpoints(output_dir):

@@ -1,9 +1,12 @@
 """The one argument parser every rung uses. Flags are only ever added, never renamed or removed."""
 import argparse
+import multiprocessing
 import os
 import re
+import signal
 import socket
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 from common import UsageError, preemption
@@ -31,14 +34,14 @@ def parser(description=None):
                    help="--task gpt: the byte-level corpus (default: this project's README and guides)")
     d.add_argument("--block-size", type=int, default=64, help="--task gpt: tokens (bytes) per sequence")
     t = p.add_argument_group("training")
-    t.add_argument("--model", default="auto", choices=("auto", "cnn", "mlp", "gpt"),
-                   help="auto: cnn (with BatchNorm) for images, mlp for tabular data, gpt for text")
+    t.add_argument("--model", default="auto", choices=("auto", "cnn", "cnn-bn", "mlp", "gpt"),
+                   help="auto: cnn (GroupNorm) for images, mlp for tabular data, gpt for text; cnn-bn: the CNN "
+                        "with BatchNorm, whose statistics depend on how the batch is split over processes")
     t.add_argument("--n-layer", type=int, default=2, help="gpt: transformer blocks")
     t.add_argument("--n-head", type=int, default=4, help="gpt: attention heads per block")
     t.add_argument("--n-embd", type=int, default=128, help="gpt: embedding width (a multiple of --n-head)")
     t.add_argument("--compile", action="store_true",
-                   help="rungs 1-5: torch.compile the model (6_accelerate: accelerate launch --dynamo_backend "
-                        "inductor); the first steps compile")
+                   help="torch.compile the model, after the DDP wrap; the first steps compile")
     t.add_argument("--tf32", action="store_true",
                    help="fp32 matmuls on the GPU's TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation)")
     t.add_argument("--epochs", type=int, default=10, help="passes over the training set")
@@ -52,7 +55,8 @@ def parser(description=None):
     x.add_argument("--nproc", type=int, default=0,
                    help="3_ddp_spawn: processes to spawn (default: the visible GPUs, else 2 on CPU)")
     x.add_argument("--sync-bn", action="store_true",
-                   help="rung 3 on: convert BatchNorm to SyncBatchNorm (GPU only; PyTorch refuses it on CPU)")
+                   help="rung 3 on, --model cnn-bn: convert BatchNorm to SyncBatchNorm (GPUs only; PyTorch refuses "
+                        "it on CPU)")
     x.add_argument("--mixed-precision", default="no", choices=("no", "fp16", "bf16"),
                    help="5_ddp_amp: autocast dtype; fp16 adds a GradScaler (6_accelerate takes it from its config)")
     x.add_argument("--dist-timeout", type=float, default=300,
@@ -68,9 +72,8 @@ def parser(description=None):
 
 # Flags that only some rungs use: given to another rung they would be silently ignored, so they are refused.
 RUNG_FLAGS = {"nproc": ("3",), "sync_bn": ("3", "4", "5", "6"), "mixed_precision": ("5",),
-              "compile": ("1", "2", "3", "4", "5"),
               "dist_timeout": ("3", "4", "5", "6")}
-ACCELERATE_FLAGS = {"mixed_precision": "--mixed_precision bf16", "compile": "--dynamo_backend inductor"}
+ACCELERATE_FLAGS = {"mixed_precision": "--mixed_precision bf16"}
 
 
 def parse(description=None, argv=None):
@@ -93,6 +96,16 @@ def parse(description=None, argv=None):
     if args.max_steps < 0 or args.num_workers < 0:
         raise UsageError("--max-steps and --num-workers must be 0 or more")
     args.max_steps = args.max_steps or sys.maxsize  # 0 means no limit
+    if not args.dist_timeout > 0:
+        raise UsageError(f"--dist-timeout must be more than 0 seconds (got {args.dist_timeout:g})")
+    args.dist_timeout = timedelta(seconds=args.dist_timeout)  # what init_process_group takes
+    if script.startswith("3"):  # mp.spawn's rung: one process per visible GPU, else 2 CPU processes
+        import torch
+
+        gpus = torch.cuda.device_count()
+        args.nproc = args.nproc or gpus or 2
+        if args.nproc < 1 or (gpus and args.nproc > gpus):
+            raise UsageError(f"--nproc {args.nproc} but {gpus} GPU(s) visible: one process per GPU, at least 1")
     if args.tf32:  # not about distribution, so set here once for every rung (convolutions use TF32 by default)
         import torch
 
@@ -128,13 +141,69 @@ def free_port(port=0, fix="pick another port"):
         return s.getsockname()[1]
 
 
+TORCHRUN_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def prepare_process(args, script):
+    """What every rung needs from its process before it trains, none of it about the lesson of any step: bad
+    launch environments refused, CPU cores shared between the processes of this machine, and warnings about
+    launcher and hardware traps. Rank 0 alone prints."""
+    import torch
+
+    env, first = os.environ, os.environ.get("RANK", "0") == "0"
+    if "WORLD_SIZE" in env and "RANK" not in env:
+        raise UsageError("WORLD_SIZE is set but RANK is not (a half-copied launch environment): launch with "
+                         "torchrun or accelerate launch, or unset WORLD_SIZE")
+    if "ACCELERATE_MIXED_PRECISION" in env and "MASTER_PORT" in env and "WORLD_SIZE" not in env:
+        raise UsageError("the launch asked for several processes but started one (accelerate runs a MULTI_CPU "
+                         "config as ONE process): use a MULTI_GPU config, with use_cpu: true on a CPU")
+    if script.startswith("6"):  # accelerate: what the launch configured, and a trap on CPUs
+        args.mixed_precision = env.get("ACCELERATE_MIXED_PRECISION", "no")  # from the config, for metrics.json
+        from accelerate import PartialState
+
+        # Started here, Accelerator() in the rung joins this state. cpu=True: without it, a CPU launch of N
+        # processes trains N unconnected copies (measured); timeout: --dist-timeout, as in rungs 3-5.
+        PartialState(cpu=not torch.cuda.is_available(), timeout=args.dist_timeout)
+    if not torch.cuda.is_available():  # N processes on one machine share its cores: 1 thread each on 2 cores
+        procs = int(env.get("LOCAL_WORLD_SIZE") or 0) or (args.nproc if script.startswith("3") else 1)
+        threads = int(env.get("OMP_NUM_THREADS") or 0) or max(1, (os.cpu_count() or 1) // procs)
+        env["OMP_NUM_THREADS"] = str(threads)  # inherited by the processes mp.spawn starts (rung 3)
+        torch.set_num_threads(threads)
+    if first and args.mixed_precision == "fp16" and not torch.cuda.is_available():
+        print("warning: fp16 on a CPU is many times slower than fp32 (and accelerate runs it in fp32, unscaled): "
+              "use bf16 on a CPU")
+    if first and script.startswith("2") and torch.cuda.device_count() < 2:
+        print(f"DataParallel: {torch.cuda.device_count()} GPU(s) visible, nothing to split; training as rung 1")
+    if first and env.get("TORCHELASTIC_MAX_RESTARTS", "0") != "0" and \
+            env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # pytorch issue 135712
+        fix = ("launch with PET_STANDALONE=1 TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" if "ACCELERATE_MIXED_PRECISION"
+               in env else "set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the launcher's environment")
+        print(f"warning: restarts may fail or hang (over gloo: 5 times in 8 here) while workers share torchrun's "
+              f"rendezvous store: {fix}")
+    for signum in (signal.SIGTERM, signal.SIGINT):  # until the rung installs its own handler (preemption.py)
+        signal.signal(signum, _forward_to_children)
+
+
+def _forward_to_children(signum, frame):
+    """A launcher's parent (rung 3's mp.spawn) passes SIGTERM/SIGINT on to its workers, which checkpoint and
+    exit; Kubernetes signals PID 1 alone. A process without workers takes the signal's default."""
+    children = multiprocessing.active_children()
+    for child in children:
+        os.kill(child.pid, signum)
+    if not children:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
 def run(main, description=None):
     """Parse the flags and run `main(args)`. Bad input, here or in a process that `main` spawned, becomes one
     line on stderr and exit code 2 instead of a traceback; so do the usual distributed failures (a collective
-    that timed out, a rank that died), with their likely cause. A run stopped by SIGTERM exits with
-    preemption.EXIT_CODE, after its checkpoint."""
+    that timed out, a rank that died, a torchrun script started without torchrun), with their likely cause. A
+    run stopped by SIGTERM or SIGINT exits with 143 or 130, after its checkpoint."""
+    script = Path(sys.argv[0]).stem
     try:
         args = parse(description)
+        prepare_process(args, script)
     except UsageError as e:
         if os.environ.get("RANK", "0") == "0":  # every rank parses the same flags: one of them says so
             fail(e)
@@ -143,9 +212,14 @@ def run(main, description=None):
         main(args)
     except UsageError as e:
         fail(e)
+    except KeyError as e:
+        if e.args and e.args[0] in TORCHRUN_ENV:  # os.environ["LOCAL_RANK"] outside torchrun
+            fail(f"{e.args[0]} is not set: launch this script with torchrun, e.g. torchrun --standalone "
+                 f"--nproc_per_node=2 scripts/{script}.py")
+        raise
     except Exception as e:
         name = type(e).__name__
-        if name == "ProcessExitedException" and e.exit_code == preemption.EXIT_CODE:  # mp.spawn'd workers
+        if name == "ProcessExitedException" and e.exit_code in preemption.EXIT_CODES:  # mp.spawn'd workers
             sys.exit(e.exit_code)
         text = str(e).strip()
         rank = None
@@ -155,7 +229,7 @@ def run(main, description=None):
             name = name.rsplit(".", 1)[-1]
             if name in ("UsageError", "CheckpointError"):
                 fail(text, rank)
-        problem = distributed_problem(text, args.dist_timeout)
+        problem = distributed_problem(text, args.dist_timeout.total_seconds())
         if problem:
             fail(problem, rank)
         raise

@@ -9,7 +9,8 @@ and renames it into place, so a process that loads the cache never sees half of 
 The sample order is the contract the parity proof rests on: epoch e visits `epoch_order(n, seed, e)`, a seeded
 permutation; the global batch at step s is positions [s*G, (s+1)*G) of it (G = batch size x world size), and rank
 r of W takes every W-th of them, exactly as `torch.utils.data.distributed.DistributedSampler(shuffle=True,
-drop_last=True)` does. So one process at batch 2B and two processes at batch B see the same global batches.
+drop_last=True)` does (rungs 3-5), or the W batches of B in a row (accelerate's prepare(), rung 6). So one
+process at batch 2B and two processes at batch B see the same global batches.
 """
 import hashlib
 import json
@@ -24,7 +25,7 @@ import pyarrow as pa
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, Sampler, SequentialSampler
 
-from common import UsageError
+from common import UsageError, preemption
 
 ON_DEVICE_BYTES = 1 << 30  # a GPU keeps a prepared dataset up to 1 GiB (per process) in its own memory
 SPLIT_SEED = 42  # the train/eval split is fixed, whatever --seed says, so eval sets stay comparable
@@ -63,24 +64,25 @@ def epoch_order(n, seed, epoch):
     return torch.randperm(n, generator=g).tolist()
 
 
-class ShardedSampler(Sampler):
-    """Rank `rank`'s share of each epoch's seeded order: every `world_size`-th index, the tail that does not
-    divide evenly dropped. Index for index what DistributedSampler(shuffle=True, drop_last=True) yields, but
-    it needs no process group, so rung 1 uses it with rank 0 and world size 1."""
+class EpochShuffle(Sampler):
+    """What `DataLoader(shuffle=True)` does, with the order written down: epoch e visits `epoch_order(n, seed, e)`,
+    and each pass moves on to the next epoch by itself, so the plain loop of rung 1 never calls set_epoch. It is
+    exactly DistributedSampler(shuffle=True, seed=seed) at world size 1, which is what lets rung 3 swap one for
+    the other and keep rung 1's batches (and accelerate's prepare() shard this one, batch by batch)."""
 
-    def __init__(self, dataset, seed=0, rank=0, world_size=1):
-        self.n, self.seed, self.rank, self.world_size = len(dataset), seed, rank, world_size
-        self.epoch = 0
+    def __init__(self, dataset, seed=0):
+        self.n, self.seed, self.epoch = len(dataset), seed, 0
 
     def set_epoch(self, epoch):
         self.epoch = epoch
 
     def __iter__(self):
-        usable = self.n - self.n % self.world_size
-        return iter(epoch_order(self.n, self.seed, self.epoch)[self.rank:usable:self.world_size])
+        order = epoch_order(self.n, self.seed, self.epoch)
+        self.epoch += 1
+        return iter(order)
 
     def __len__(self):
-        return self.n // self.world_size
+        return self.n
 
 
 class _Batches(BatchSampler):
@@ -164,12 +166,17 @@ def _tensor(chunk):
         return torch.from_numpy(values).view(-1, *shape)
 
 
-def loader(dataset, batch_size, sampler=None, drop_last=False, num_workers=0, device="cpu"):
-    """A DataLoader over `sampler` (default: in order) that yields dicts of batched tensors, one index per batch.
+def loader(dataset, batch_size, shuffle=False, seed=0, sampler=None, drop_last=False, num_workers=0, device="cpu"):
+    """A DataLoader that yields dicts of batched tensors, one index per batch, in the order of `sampler`, else of
+    EpochShuffle(seed) when `shuffle`, else in order. As with torch's DataLoader, shuffle and sampler exclude
+    each other.
     For a GPU `device`: a dataset of at most ON_DEVICE_BYTES moves there once, so each batch is one gather on the
     GPU (no per-batch copy); a larger one, or one read by worker processes, comes from pinned memory instead,
     which the rungs' `.to(device, non_blocking=True)` copies while the GPU still works on the previous step."""
-    batches = _Batches(sampler if sampler is not None else SequentialSampler(dataset), batch_size, drop_last)
+    if shuffle and sampler is not None:
+        raise ValueError("sampler option is mutually exclusive with shuffle")  # torch's DataLoader says the same
+    sampler = sampler or (EpochShuffle(dataset, seed) if shuffle else SequentialSampler(dataset))
+    batches = _Batches(sampler, batch_size, drop_last)
     if len(batches) == 0:
         raise UsageError(f"a batch of {batch_size} per process leaves no full batch of this process's "
                          f"{len(batches.sampler)} samples: lower --batch-size")
@@ -180,16 +187,26 @@ def loader(dataset, batch_size, sampler=None, drop_last=False, num_workers=0, de
             dataset, cuda = dataset.to(device), False  # already on the GPU: nothing to pin
     return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers, pin_memory=cuda,
                       collate_fn=_whole_batch if isinstance(dataset, Columns) else None,
-                      persistent_workers=num_workers > 0)
+                      persistent_workers=num_workers > 0, worker_init_fn=preemption.ignore_in_workers)
 
 
 def _whole_batch(batch):
     return batch  # Columns.__getitems__ already returns the batch as tensors
 
 
-def skip_batches(data_loader, n):
-    """Make the loader's next pass start at batch `n` (resuming in the middle of an epoch)."""
-    data_loader.batch_sampler.skip_next = n
+def start_at(data_loader, epoch, batch):
+    """Make the loader's next pass be epoch `epoch`'s order, starting at its batch `batch` (a resumed run). Works
+    on the loaders of every rung: EpochShuffle's, DistributedSampler's, and accelerate's prepared loader, whose
+    processes take whole batches in turn (so one of its steps is num_processes of the batches underneath)."""
+    batches, per_step = data_loader.batch_sampler, 1
+    if hasattr(data_loader, "iteration"):  # accelerate's DataLoaderShard: it sets the sampler's epoch itself
+        data_loader.set_epoch(epoch)
+    while not isinstance(batches, _Batches):  # accelerate's BatchSamplerShard around ours
+        per_step *= 1 if getattr(batches, "split_batches", True) else batches.num_processes
+        batches = batches.batch_sampler
+    if hasattr(batches.sampler, "set_epoch"):
+        batches.sampler.set_epoch(epoch)
+    batches.skip_next = batch * per_step
 
 
 # --- preparation (runs once per cache key) ---------------------------------------------------------------

@@ -49,9 +49,11 @@ def device_peak(device):
     return next((peak for key, peak in PEAK_BF16 if key in name), None), name
 
 
-def throughput(samples_per_second, info, model, world_size, device):
-    """samples/s; for sequences also tokens/s, and on a known GPU the model FLOPs utilisation (MFU): the share
-    of the devices' bf16 peak that the training FLOPs (model.flops_per_token) reach."""
+def throughput(samples, seconds, info, model, device, world_size=1):
+    """samples/s over `seconds` of training; for sequences also tokens/s, and on a known GPU the model FLOPs
+    utilisation (MFU): the share of the devices' bf16 peak that the training FLOPs (model.flops_per_token)
+    reach, over `world_size` devices."""
+    samples_per_second = samples / seconds if seconds else 0.0
     out = {"samples_per_second": samples_per_second}
     if info.kind == "text":
         out["tokens_per_second"] = samples_per_second * info.input_shape[0]

@@ -1,5 +1,9 @@
 """The models every rung trains. No dropout anywhere: with it, two runs could only agree in distribution, and
-the parity proof needs them to agree to the float."""
+the parity proof needs them to agree to the float. No BatchNorm by default either: its statistics are taken
+over each process's share of the batch, so DDP changes the math (`--model cnn-bn` shows by how much). And GELU,
+not ReLU: one process at batch 32 and two at 16 compute the same gradients up to float rounding, and ReLU's kink
+turns that rounding into different activation patterns, step after step. Measured on digits, 440 steps, the same
+training split over 2 vs 1: ReLU MLP 7e-5, ReLU + GroupNorm CNN 0.12; GELU MLP 6e-7, GELU + GroupNorm CNN 7e-7."""
 import math
 
 import torch
@@ -10,14 +14,21 @@ from common import UsageError
 
 
 class SmallCNN(nn.Module):
-    """Two conv blocks with BatchNorm, then a linear classifier. BatchNorm is what makes DDP interesting: each
-    process normalises with its own batch's statistics unless the model is converted to SyncBatchNorm."""
+    """Two conv blocks, then a linear classifier. `norm="group"` (the default) normalises each sample on its
+    own (GroupNorm), so the math does not depend on how the batch is split over processes and every fp32 rung
+    ends on rung 1's weights. `norm="batch"` (--model cnn-bn) uses BatchNorm, whose statistics are taken over
+    each process's share of the batch: the distributed rungs then drift from rung 1 unless the model is
+    converted to SyncBatchNorm (--sync-bn, GPUs only). guides/dp-vs-ddp.md measures both."""
 
-    def __init__(self, in_channels, num_classes, width=32):
+    def __init__(self, in_channels, num_classes, width=32, norm="group"):
         super().__init__()
+
+        def norm_layer(channels):
+            return nn.BatchNorm2d(channels) if norm == "batch" else nn.GroupNorm(8, channels)
+
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(2 * width), nn.ReLU(),
+            nn.Conv2d(in_channels, width, 3, padding=1, bias=False), norm_layer(width), nn.GELU(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1, bias=False), norm_layer(2 * width), nn.GELU(),
             nn.AdaptiveAvgPool2d(4),  # any input size works; 8x8 digits and 32x32 folders alike
         )
         self.classifier = nn.Linear(2 * width * 16, num_classes)
@@ -32,7 +43,7 @@ class MLP(nn.Module):
     def __init__(self, in_features, num_classes, hidden=64):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Flatten(), nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+            nn.Flatten(), nn.Linear(in_features, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
             nn.Linear(hidden, num_classes),
         )
 
@@ -97,18 +108,25 @@ class GPT(nn.Module):
         return 6 * n + 12 * layers * width * self.block_size
 
 
-def build(info, name="auto", n_layer=2, n_head=4, n_embd=128):
-    """The model for a dataset's Info: `cnn` for images, `mlp` for images or tables (the BN-free choice), `gpt`
-    for text; the gpt's size comes from --n-layer/--n-head/--n-embd."""
+def build(info, name="auto", n_layer=2, n_head=4, n_embd=128, sync_bn=False):
+    """The model for a dataset's Info: `cnn` (GroupNorm) for images, `cnn-bn` the same with BatchNorm, `mlp` for
+    images or tables, `gpt` for text; the gpt's size comes from --n-layer/--n-head/--n-embd. `sync_bn` converts
+    BatchNorm to SyncBatchNorm (statistics over the global batch; the distributed rungs' --sync-bn)."""
     if name == "auto":
         name = {"image": "cnn", "text": "gpt"}.get(info.kind, "mlp")
     if (name == "gpt") != (info.kind == "text"):
         raise UsageError(f"--model {name} does not fit {info.name!r} ({info.kind} data): --model gpt is for "
-                         f"--task gpt, cnn and mlp for the others (or --model auto)")
+                         f"--task gpt, cnn, cnn-bn and mlp for the others (or --model auto)")
+    if sync_bn and name != "cnn-bn":
+        raise UsageError(f"--sync-bn converts BatchNorm, and --model {name} has none: use --model cnn-bn")
+    if sync_bn and not torch.cuda.is_available():
+        raise UsageError("--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out on a "
+                         "CPU, where each process normalises over its own share of the batch")
     if name == "gpt":
         return GPT(info.num_classes, info.input_shape[0], n_layer, n_head, n_embd)
-    if name == "cnn":
+    if name in ("cnn", "cnn-bn"):
         if info.kind != "image":
-            raise UsageError(f"--model cnn needs image data but {info.name!r} is tabular: use --model mlp")
-        return SmallCNN(info.input_shape[0], info.num_classes)
+            raise UsageError(f"--model {name} needs image data but {info.name!r} is tabular: use --model mlp")
+        model = SmallCNN(info.input_shape[0], info.num_classes, norm="batch" if name == "cnn-bn" else "group")
+        return nn.SyncBatchNorm.convert_sync_batchnorm(model) if sync_bn else model
     return MLP(math.prod(info.input_shape), info.num_classes)

@@ -1,17 +1,18 @@
 """Check a launch before it starts, so that a bad one fails in one line instead of a launcher's traceback or a
 hang. The Makefile runs it in front of every distributed target; it is also a plain command:
 
-    python scripts/launch_check.py --gpus 2                                   # this machine has >= 2 GPUs
-    python scripts/launch_check.py --config accelerate_configs/2gpu_bf16.yaml # the config exists, parses, fits
-    python scripts/launch_check.py --port 29500                               # nothing listens on it yet
+    python scripts/tools/launch_check.py --gpus 2                                   # this machine has >= 2 GPUs
+    python scripts/tools/launch_check.py --config accelerate_configs/2gpu_bf16.yaml # the config exists, parses, fits
+    python scripts/tools/launch_check.py --port 29500                               # nothing listens on it yet
 
 Exit code 0 and no output when the launch can go ahead; `error: ...` and exit code 2 when it cannot.
 """
 import argparse
 
+import ladder  # noqa: F401  (puts scripts/ on the path, for common)
 from common import UsageError, cli
 
-DISTRIBUTED_TYPES = ("NO", "MULTI_GPU", "MULTI_CPU", "FSDP", "DEEPSPEED", "XLA", "MULTI_XPU", "MULTI_NPU")
+DISTRIBUTED_TYPES = ("NO", "MULTI_GPU", "MULTI_CPU", "FSDP", "DEEPSPEED", "XLA", "MULTI_XPU", "MULTI_NPU")  # messages
 
 
 def gpus():
@@ -27,12 +28,14 @@ def check_gpus(needed, cpu_target, target=None):
                          f"run {cpu_target or 'the CPU twin of this target'} instead")
 
 
-def check_config(path, cpu_target):
+def load_config(path):
+    """The config as `accelerate launch --config_file` reads it (accelerate's own loader, which also refuses
+    unknown keys and unknown values), with every failure turned into one line naming the fix."""
     import yaml
+    from accelerate.commands.config.config_args import load_config_from_file
 
     try:
-        with open(path) as f:
-            config = yaml.safe_load(f)
+        return load_config_from_file(str(path))
     except FileNotFoundError:
         raise UsageError(f"accelerate config {path!r} does not exist: pick one in accelerate_configs/ "
                          f"(cpu_2proc.yaml runs anywhere)") from None
@@ -41,17 +44,24 @@ def check_config(path, cpu_target):
         where = f" at line {mark.line + 1}" if mark else ""
         raise UsageError(f"accelerate config {path!r} is not valid YAML{where}: fix it, or start again from a "
                          f"file in accelerate_configs/") from None
-    if not isinstance(config, dict):
-        raise UsageError(f"accelerate config {path!r} is not a mapping of keys: start from accelerate_configs/")
-    kind = str(config.get("distributed_type", "NO"))
-    if kind not in DISTRIBUTED_TYPES:
-        raise UsageError(f"accelerate config {path!r}: distributed_type {kind!r} is not one of "
-                         f"{', '.join(DISTRIBUTED_TYPES)}")
+    except AttributeError:  # a YAML list or scalar: accelerate calls .get on it
+        raise UsageError(f"accelerate config {path!r} is not a mapping of keys: start from accelerate_configs/") \
+            from None
+    except ValueError as e:  # an unknown distributed_type, mixed_precision, ... or a misspelt key
+        detail = str(e).split(", please try")[0].replace("is not a valid DistributedType",
+                                                          f"is not one of {', '.join(DISTRIBUTED_TYPES)}")
+        raise UsageError(f"accelerate config {path!r}: {detail}: fix it, or start again from a file in "
+                         f"accelerate_configs/") from None
+
+
+def check_config(path, cpu_target):
+    config = load_config(path)
+    kind = str(config.distributed_type).rsplit(".", 1)[-1]
     if kind == "MULTI_CPU":
         raise UsageError(f"accelerate config {path!r} is MULTI_CPU, which runs ONE process without MPI: use "
                          f"MULTI_GPU with use_cpu: true (accelerate_configs/cpu_2proc.yaml)")
-    processes = int(config.get("num_processes", 1)) // max(1, int(config.get("num_machines", 1)))
-    if kind != "NO" and not config.get("use_cpu"):
+    processes = config.num_processes // max(1, config.num_machines)
+    if kind != "NO" and not config.use_cpu:
         found = gpus()
         if found < processes:
             raise UsageError(f"accelerate config {path!r} starts {processes} GPU processes on this machine and "

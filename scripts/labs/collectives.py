@@ -1,7 +1,7 @@
 """The collectives lab: the operations DDP is made of, one at a time, on N processes (2 to 8).
 
-    torchrun --standalone --nproc_per_node=4 scripts/collectives.py             # every op (gloo on CPU)
-    torchrun --standalone --nproc_per_node=3 scripts/collectives.py --only ring_all_reduce subgroups
+    torchrun --standalone --nproc_per_node=4 scripts/labs/collectives.py             # every op (gloo on CPU)
+    torchrun --standalone --nproc_per_node=3 scripts/labs/collectives.py --only ring_all_reduce subgroups
 
 For each operation, rank 0 prints what every rank held before and after it, in one table. Every result is also
 checked against what the operation must produce, so the lab doubles as a test: a wrong result raises.
@@ -191,7 +191,7 @@ def main():
     p.add_argument("--only", nargs="+", choices=OPS, help="run only these operations")
     args = p.parse_args()
     if "RANK" not in os.environ:
-        raise SystemExit("error: launch with torchrun --standalone --nproc_per_node=4 scripts/collectives.py")
+        raise SystemExit("error: launch with torchrun --standalone --nproc_per_node=4 scripts/labs/collectives.py")
     torch.set_num_threads(1)
     dist.init_process_group("gloo")  # gloo runs every op on CPU tensors; NCCL would need CUDA tensors
     rank, n = dist.get_rank(), dist.get_world_size()

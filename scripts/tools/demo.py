@@ -14,40 +14,24 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from common import cli
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
+from ladder import ROOT, command, default_config, environment, max_abs_diff
 
 
 def rungs(global_batch):
     """(name, command) for every rung, each at the same global batch: rungs 1-2 in one process, rungs 3-6 in
     one process per GPU (2 CPU processes over gloo when there is no GPU), each taking its share."""
-    py, bin_dir = sys.executable, Path(sys.executable).parent
-    gpus = torch.cuda.device_count()
-    nproc = gpus or 2
+    nproc = torch.cuda.device_count() or 2
     if global_batch % nproc:
         sys.exit(f"error: --global-batch {global_batch} does not split over {nproc} processes: pick a multiple")
-    per = str(global_batch // nproc)
-    torchrun = [str(bin_dir / "torchrun"), "--standalone", f"--nproc_per_node={nproc}"]
-    config = "cpu_2proc" if not gpus else "1gpu" if gpus == 1 else "2gpu_bf16" if gpus == 2 else "8gpu_bf16"
-    accelerate = [str(bin_dir / "accelerate"), "launch", "--config_file", f"accelerate_configs/{config}.yaml",
-                  "--num_processes", str(nproc), "--main_process_port", str(cli.free_port())]
+    per = ["--batch-size", str(global_batch // nproc)]
     return [
-        ("1_single_gpu", [py, "scripts/1_single_gpu.py", "--batch-size", str(global_batch)]),
-        ("2_data_parallel", [py, "scripts/2_data_parallel.py", "--batch-size", str(global_batch)]),
-        ("3_ddp_spawn", [py, "scripts/3_ddp_spawn.py", "--nproc", str(nproc), "--batch-size", per]),
-        ("4_ddp_torchrun", [*torchrun, "scripts/4_ddp_torchrun.py", "--batch-size", per]),
-        ("5_ddp_amp (bf16)", [*torchrun, "scripts/5_ddp_amp.py", "--mixed-precision", "bf16", "--batch-size", per]),
-        (f"6_accelerate ({config})", [*accelerate, "scripts/6_accelerate.py", "--batch-size", per]),
+        ("1_single_gpu", [*command(1), "--batch-size", str(global_batch)]),
+        ("2_data_parallel", [*command(2), "--batch-size", str(global_batch)]),
+        ("3_ddp_spawn", [*command(3, nproc), *per]),
+        ("4_ddp_torchrun", [*command(4, nproc), *per]),
+        ("5_ddp_amp (bf16)", [*command(5, nproc), "--mixed-precision", "bf16", *per]),
+        (f"6_accelerate ({default_config()})", [*command(6, nproc), *per]),
     ]
-
-
-def max_abs_diff(a, b):
-    if a.keys() != b.keys():
-        return float("nan")
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
 
 def main():
@@ -61,9 +45,11 @@ def main():
     for name, cmd in rungs(opts.global_batch):
         out = Path(opts.output_dir) / name.split()[0]
         cmd = cmd + ["--output-dir", str(out), *extra]
-        print(f"\n=== {name}: {' '.join(Path(cmd[0]).name if i == 0 else c for i, c in enumerate(cmd))}", flush=True)
+        shown = [Path(c).name if i == 0 else os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
+                 for i, c in enumerate(cmd)]
+        print(f"\n=== {name}: {' '.join(shown)}", flush=True)
         start = time.perf_counter()
-        if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+        if subprocess.run(cmd, cwd=ROOT, env=environment()).returncode != 0:
             failed.append(name)
             continue
         seconds = time.perf_counter() - start
@@ -71,18 +57,22 @@ def main():
         weights = load_file(ROOT / out / "model.safetensors")
         reference = reference or weights
         dp_gpus = torch.cuda.device_count() if name.startswith("2_") else 1  # DataParallel: 1 process, N GPUs
-        devices = f"{m['device'].split(':')[0]} x{max(m['world_size'], dp_gpus)}"
+        devices = f"{m['device'].split(':')[0]} x{max(m.get('world_size', 1), dp_gpus)}"
         rows.append((name, devices, m["global_batch_size"], f"{m['train_loss']:.4f}", f"{m['eval_accuracy']:.4f}",
                      f"{seconds:.1f}", f"{max_abs_diff(weights, reference):.2e}"))
+    fp32 = [r for r in rows if "bf16" not in r[0] and "fp16" not in r[0]]
+    worst = max((float(r[-1]) for r in fp32), default=0.0)
     header = ("rung", "devices", "global batch", "train loss", "eval accuracy", "wall s", "max |w - w_rung1|")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     print("\n" + " | ".join(h.ljust(w) for h, w in zip(header, widths)))
     print("-|-".join("-" * w for w in widths))
     for row in rows:
         print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    print("\nThe default model has BatchNorm: with several processes each normalises over its own share of the\n"
-          "batch, so the distributed rungs drift from rung 1 (use --model mlp for a BatchNorm-free model: the\n"
-          "fp32 rungs then agree to float noise). bf16 rounds activations: expect a larger difference there.")
+    print("\nSame seed, same global batch: every fp32 rung ends on rung 1's weights (float noise, <= 1e-5). bf16\n"
+          "rounds activations: expect a larger difference there. With --model cnn-bn (BatchNorm) the distributed\n"
+          "rungs drift instead: each process normalises over its own share of the batch (guides/dp-vs-ddp.md).")
+    print(f"\nfp32 parity: the largest max |w - w_rung1| over the fp32 rungs is {worst:.2e}: "
+          f"{'within' if worst <= 1e-5 else 'OVER'} 1e-5")
     if failed:
         print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)

@@ -6,15 +6,15 @@ make it work: DDP gets no `device_ids` (the module spans devices, and DDP must n
 the first device, the targets to the last. On a CPU both "devices" are the CPU; with 2 GPUs per process, process r
 uses cuda:2r and cuda:2r+1 (with 1 GPU, both halves share it: the wiring runs, nothing is gained).
 
-    torchrun --standalone --nproc_per_node=2 scripts/ddp_model_parallel.py --task cancer --batch-size 16
+    torchrun --standalone --nproc_per_node=2 scripts/labs/ddp_model_parallel.py --task cancer --batch-size 16
 
 The split changes where the weights live, not the arithmetic: the run ends on the weights of rung 4 (and rung 1)
-trained on the same global batch; `python scripts/compare.py` shows it. A side script, not a rung: no
+trained on the same global batch; `python scripts/tools/compare.py` shows it. A side script, not a rung: no
 checkpoints, no resume, no SIGTERM handling (see the rungs for those).
 """
 import os
+import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for common
 from common import UsageError, checkpoint, cli, data, metrics, models
 
 
@@ -45,7 +46,7 @@ class TwoDeviceMLP(nn.Module):
 def main(args):
     wall_start = time.perf_counter()
     if "LOCAL_RANK" not in os.environ:
-        raise UsageError("launch with torchrun --standalone --nproc_per_node=2 scripts/ddp_model_parallel.py")
+        raise UsageError("launch with torchrun --standalone --nproc_per_node=2 scripts/labs/ddp_model_parallel.py")
     local_rank, gpus = int(os.environ["LOCAL_RANK"]), torch.cuda.device_count()
     if gpus:
         dev0 = f"cuda:{min(2 * local_rank, gpus - 1)}"
@@ -54,7 +55,7 @@ def main(args):
     else:
         dev0 = dev1 = "cpu"
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
-    dist.init_process_group("nccl" if gpus else "gloo", timeout=timedelta(seconds=args.dist_timeout))
+    dist.init_process_group("nccl" if gpus else "gloo", timeout=args.dist_timeout)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     is_main = rank == 0
     torch.manual_seed(args.seed)  # the same initial weights as the rungs
@@ -69,7 +70,7 @@ def main(args):
     if args.model not in ("auto", "mlp") or info.kind == "text":
         raise UsageError("this script splits the MLP: use --model mlp (or auto on tabular data)")
     sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)
-    train_loader = data.loader(train_ds, args.batch_size, sampler, drop_last=True)
+    train_loader = data.loader(train_ds, args.batch_size, sampler=sampler, drop_last=True)
     eval_loader = data.loader(eval_ds, args.batch_size)  # every rank evaluates the whole (small) set
 
     model = DDP(TwoDeviceMLP(models.build(info, "mlp"), dev0, dev1))  # no device_ids: the module spans two
