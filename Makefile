@@ -21,7 +21,7 @@ CHECK := $(PY) scripts/tools/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test bench guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+.PHONY: help install demo test bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
 	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu clean
 
 help: ## list the targets
@@ -44,6 +44,9 @@ test: install browser ## run the test suite (offline)
 
 bench: install ## every rung measured side by side, as ratios (ARGS="--quick": seconds); guides/benchmarks.md
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) scripts/tools/bench.py $(ARGS)
+
+doctor: install ## check FILES="train.py ..." for distributed-training mistakes (default: the rungs and examples)
+	$(PY) scripts/tools/doctor.py $(or $(FILES),scripts/[0-9]_*.py guides/examples/*.py)
 
 guides: install ## regenerate the step guides (Markdown and side-by-side HTML) from the scripts
 	$(PY) scripts/tools/make_guides.py
