@@ -22,7 +22,7 @@ need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
-	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu clean
+	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu fsdp-cpu clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 26
@@ -79,9 +79,9 @@ accelerate-2gpu: install ## rung 6: accelerate launch, 2 GPUs, bf16 (accelerate_
 	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/2gpu_bf16.yaml) scripts/6_accelerate.py \
 		--task $(TASK) $(ARGS)
 
-fsdp-2gpu: install ## rung 6 under FSDP, 2 GPUs (accelerate_configs/fsdp_2gpu.yaml)
-	@$(CHECK) --config accelerate_configs/fsdp_2gpu.yaml --cpu-target "make accelerate-cpu"
-	$(ACCELERATE) launch --config_file accelerate_configs/fsdp_2gpu.yaml scripts/6_accelerate.py --task $(TASK) $(ARGS)
+fsdp-2gpu: install ## rung 7: FSDP2 (fully_shard) under torchrun, NPROC GPUs
+	$(call need_gpus,$(NPROC),fsdp-cpu)
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/7_fsdp.py --task $(TASK) $(ARGS)
 
 ddp-spawn-cpu: install ## rung 3 on CPU: NPROC processes over gloo
 	$(PY) scripts/3_ddp_spawn.py --nproc $(NPROC) --task $(TASK) $(ARGS)
@@ -96,6 +96,9 @@ accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gl
 	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml)
 	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) \
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
+
+fsdp-cpu: install ## rung 7 on CPU: torchrun, NPROC processes over gloo, each holding half the model
+	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/7_fsdp.py --task $(TASK) $(ARGS)
 
 collectives: install ## the collectives lab: NPROC processes over gloo, every op before/after
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/labs/collectives.py

@@ -112,8 +112,9 @@ def main(args):
     checkpoint.save_model(Path(args.output_dir) / "model.safetensors", raw_model)
     metrics.write_json(Path(args.output_dir) / "metrics.json", {
         **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device), "epochs": epoch,
-        "model": type(checkpoint.unwrap(model)).__name__, "global_batch_size": batch_size, "steps": step,
+        "model": models.name(model), "global_batch_size": batch_size, "steps": step,
         "train_loss": train_loss, "history": history, "wall_seconds": time.perf_counter() - wall_start,
+        **metrics.memory(model, optimizer),  # bytes per process: parameters, gradients, optimizer state
         "world_size": world_size, "per_device_batch_size": args.batch_size,
         "mixed_precision": args.mixed_precision,
         **metrics.throughput(samples_seen, train_seconds, info, checkpoint.unwrap(model), device, world_size)})

@@ -146,7 +146,8 @@ def test_every_accelerate_config_loads_and_every_key_is_commented():
     ("ddp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/4_ddp_torchrun.py"),
     ("ddp-amp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/5_ddp_amp.py --mixed-precision bf16"),
     ("accelerate-2gpu", "accelerate launch --config_file accelerate_configs/2gpu_bf16.yaml scripts/6_accelerate.py"),
-    ("fsdp-2gpu", "accelerate launch --config_file accelerate_configs/fsdp_2gpu.yaml scripts/6_accelerate.py"),
+    ("fsdp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/7_fsdp.py"),
+    ("fsdp-cpu", "torchrun --standalone --nproc_per_node=2 scripts/7_fsdp.py"),
     ("ddp-cpu", "torchrun --standalone --nproc_per_node=2 scripts/4_ddp_torchrun.py"),
     ("accelerate-cpu", "accelerate_configs/cpu_2proc.yaml"),
 ])

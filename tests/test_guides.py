@@ -15,8 +15,8 @@ from conftest import OFFLINE, ROOT
 GUIDES = ROOT / "guides"
 # The order the commands must run in: the step guides build on each other's output directories.
 GUIDE_ORDER = ["your-script.md", "step-1-2.md", "step-2-3.md", "step-3-4.md", "step-4-5.md", "step-5-6.md",
-               "old-apis.md", "dp-vs-ddp.md", "troubleshooting.md", "multi-node.md", "fault-tolerance.md",
-               "next-steps.md",               "performance.md", "benchmarks.md"]
+               "step-4-7.md", "old-apis.md", "dp-vs-ddp.md", "troubleshooting.md", "multi-node.md",
+               "fault-tolerance.md", "next-steps.md", "performance.md", "benchmarks.md"]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -108,9 +108,9 @@ def test_a_stale_guide_fails_the_check(tmp_path, monkeypatch, capsys):
     assert e.value.code == 1 and "step-2-3.md" in capsys.readouterr().err
     monkeypatch.setattr(sys, "argv", ["make_guides.py"])  # and `make guides` mends it, idempotently
     make_guides.main()
-    assert "1 of 12 files written" in capsys.readouterr().out
+    assert "1 of 14 files written" in capsys.readouterr().out
     make_guides.main()
-    assert "0 of 12 files written" in capsys.readouterr().out
+    assert "0 of 14 files written" in capsys.readouterr().out
 
 
 def test_the_step_guides_show_the_real_diff():

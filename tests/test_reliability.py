@@ -216,12 +216,15 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
 def test_gpu_config_on_a_machine_without_gpus(tmp_path):
     """A GPU config on a machine without GPUs stops before launching. (accelerate launch itself does not pass
     the config's use_cpu to the processes, so rung 6 cannot tell: the check is in front of the launch.)"""
-    for target, config in [("accelerate-2gpu", None), ("accelerate-cpu", "accelerate_configs/2gpu_fp32.yaml"),
-                           ("fsdp-2gpu", None)]:
+    for target, config, says in [
+            ("accelerate-2gpu", None, "GPU processes on this machine and it has 0"),
+            ("accelerate-cpu", "accelerate_configs/2gpu_fp32.yaml", "GPU processes on this machine and it has 0"),
+            ("accelerate-cpu", "accelerate_configs/fsdp_2gpu.yaml", "silently trains as plain DDP: run make fsdp-cpu"),
+            ("fsdp-2gpu", None, "needs 2 GPUs, this machine has 0: run make fsdp-cpu")]:
         proc = subprocess.run(["make", "--no-print-directory", target, *([f"CONFIG={config}"] if config else [])],
                               cwd=ROOT, capture_output=True, text=True)
         line = one_error_line(proc.stderr)
-        assert proc.returncode != 0 and "GPU processes on this machine and it has 0" in line, proc.stderr
+        assert proc.returncode != 0 and says in line, proc.stderr
 
 
 def test_launch_check_configs_and_ports(tmp_path):

@@ -88,11 +88,25 @@ def _sha256(path):
 
 
 def model_tensors(model):
-    return _cpu_tensors({_bare_key(k): v for k, v in unwrap(model).state_dict().items()})
+    """The bare model's tensors; `model` may also be a state dict already gathered (FSDP's full state dict)."""
+    state = model if isinstance(model, dict) else unwrap(model).state_dict()
+    return _cpu_tensors({_bare_key(k): v for k, v in state.items()})
+
+
+def _by_index(sd):
+    """An optimizer state dict keyed by parameter index, as torch.optim writes it. The state-dict API of
+    torch.distributed.checkpoint keys it by parameter name instead: the names' order in param_groups is the
+    parameters' order, so a name becomes its position, and the file is the same whoever wrote it."""
+    order = [p for group in sd["param_groups"] for p in group["params"]]
+    if all(isinstance(p, int) for p in order):
+        return sd
+    index = {name: i for i, name in enumerate(order)}
+    groups = [{**group, "params": [index[p] for p in group["params"]]} for group in sd["param_groups"]]
+    return {"state": {index[name]: value for name, value in sd["state"].items()}, "param_groups": groups}
 
 
 def _optimizer_tensors(optimizer):
-    sd = optimizer.state_dict()
+    sd = _by_index(optimizer if isinstance(optimizer, dict) else optimizer.state_dict())
     tensors, scalars = {}, {}
     for index, state in sd["state"].items():
         for name, value in state.items():
@@ -105,7 +119,8 @@ def _optimizer_tensors(optimizer):
 
 
 def save(output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=3, scaler=None):
-    """Write checkpoint `step` atomically and keep the newest `keep`. Call on the main process only."""
+    """Write checkpoint `step` atomically and keep the newest `keep`. Call on the main process only. `model` and
+    `optimizer` are the objects, or their full state dicts (gathered by every rank first, as FSDP needs)."""
     root = Path(output_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob(".tmp-*"):  # left by a save that was killed; never a valid checkpoint
@@ -200,9 +215,11 @@ def _check_fits(path, model, tensors):
                               f"--task/--model/--dataset it was trained with, or --resume none")
 
 
-def load(path, model, optimizer=None, device="cpu", scaler=None):
+def load(path, model, optimizer=None, device="cpu", scaler=None, load_state=None):
     """Load a checkpoint into `model` (wrapped or not) and `optimizer`, onto `device`. Everything is verified
-    before anything is changed: on a CheckpointError the model and optimizer are untouched."""
+    before anything is changed: on a CheckpointError the model and optimizer are untouched. `load_state(model_sd,
+    optimizer_sd)`, if given, loads the two full state dicts instead (FSDP: each rank keeps its shard); the
+    optimizer's then comes keyed by parameter name, as torch.distributed.checkpoint's set_* functions take it."""
     state, model_sd, opt_sd, metadata = _read(path, device)
     _check_fits(path, model, model_sd)
     if optimizer is not None:
@@ -212,22 +229,30 @@ def load(path, model, optimizer=None, device="cpu", scaler=None):
                                   f"resume with the same model and optimizer, or --resume none")
         for saved, current in zip(groups, optimizer.param_groups):  # JSON has no tuples (AdamW's betas)
             saved.update({k: tuple(v) for k, v in saved.items() if isinstance(current.get(k), tuple)})
+    per_param = {}
+    for key, value in opt_sd.items():
+        _, index, name = key.split(".", 2)
+        per_param.setdefault(int(index), {})[name] = value
+    for key, value in json.loads(metadata.get("scalars", "{}")).items():
+        index, name = key.split(".", 1)
+        per_param.setdefault(int(index), {})[name] = value
+    if load_state is not None:
+        names = [name for name, _ in unwrap(model).named_parameters()]  # the optimizer's order: model.parameters()
+        load_state(model_sd, {"state": {names[i]: value for i, value in per_param.items()},
+                              "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in groups]})
+        if scaler is not None and state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+        return state
     unwrap(model).load_state_dict(model_sd)
     if optimizer is not None:
-        per_param = {}
-        for key, value in opt_sd.items():
-            _, index, name = key.split(".", 2)
-            per_param.setdefault(int(index), {})[name] = value
-        for key, value in json.loads(metadata.get("scalars", "{}")).items():
-            index, name = key.split(".", 1)
-            per_param.setdefault(int(index), {})[name] = value
         optimizer.load_state_dict({"state": per_param, "param_groups": groups})
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
     return state
 
 
-def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None, log=print, device=None):
+def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None, log=print, device=None,
+           load_state=None):
     """Apply --resume (onto `device`, by default the one the model's parameters are on): "none" starts fresh
     (the main process removes old checkpoints in `output_dir`, so they cannot be mistaken for this run's),
     "auto" loads the newest valid checkpoint there (falling back past corrupt ones, and saying so), anything else
@@ -246,7 +271,7 @@ def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None,
         problems = []
         for path in candidates:
             try:
-                state = load(path, model, optimizer, device, scaler)
+                state = load(path, model, optimizer, device, scaler, load_state)
             except CheckpointError as e:
                 problems.append(str(e))
                 if is_main:
@@ -256,7 +281,7 @@ def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None,
                 log(f"resuming from {path} (epoch {state['epoch']}, step {state['step']})")
             return state["epoch"], state["step"], state["batch_in_epoch"]
         raise CheckpointError(f"no usable checkpoint in {str(output_dir)!r} (newest: {problems[0]})")
-    state = load(resume_from, model, optimizer, device, scaler)
+    state = load(resume_from, model, optimizer, device, scaler, load_state)
     if is_main:
         log(f"resuming from {resume_from} (epoch {state['epoch']}, step {state['step']})")
     return state["epoch"], state["step"], state["batch_in_epoch"]

@@ -71,8 +71,8 @@ def parser(description=None):
 
 
 # Flags that only some rungs use: given to another rung they would be silently ignored, so they are refused.
-RUNG_FLAGS = {"nproc": ("3",), "sync_bn": ("3", "4", "5", "6"), "mixed_precision": ("5",),
-              "dist_timeout": ("3", "4", "5", "6")}
+RUNG_FLAGS = {"nproc": ("3",), "sync_bn": ("3", "4", "5", "6"), "mixed_precision": ("5", "7"),
+              "dist_timeout": ("3", "4", "5", "6", "7")}
 ACCELERATE_FLAGS = {"mixed_precision": "--mixed_precision bf16"}
 
 
@@ -111,6 +111,12 @@ def parse(description=None, argv=None):
 
         torch.backends.cuda.matmul.allow_tf32 = True
         os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"  # the same for processes this one spawns (rung 3)
+    if args.sync_bn:
+        import torch
+
+        if not torch.cuda.is_available():  # before any process starts: mp.spawn's workers would each fail
+            raise UsageError("--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out on a "
+                             "CPU, where each process normalises over its own share of the batch")
     if args.n_embd % args.n_head:
         raise UsageError(f"--n-embd {args.n_embd} is not a multiple of --n-head {args.n_head}")
     if args.dataset is None and args.task not in TASKS:
@@ -157,6 +163,10 @@ def prepare_process(args, script):
     if "ACCELERATE_MIXED_PRECISION" in env and "MASTER_PORT" in env and "WORLD_SIZE" not in env:
         raise UsageError("the launch asked for several processes but started one (accelerate runs a MULTI_CPU "
                          "config as ONE process): use a MULTI_GPU config, with use_cpu: true on a CPU")
+    if script.startswith("6") and env.get("ACCELERATE_USE_FSDP", "").lower() == "true":
+        raise UsageError("rung 6 saves from the main process, and under FSDP every process must take part in "
+                         "gathering the weights (accelerate on a CPU would even train plain DDP): run "
+                         "scripts/7_fsdp.py under torchrun (make fsdp-2gpu, or make fsdp-cpu here)")
     if script.startswith("6"):  # accelerate: what the launch configured, and a trap on CPUs
         args.mixed_precision = env.get("ACCELERATE_MIXED_PRECISION", "no")  # from the config, for metrics.json
         from accelerate import PartialState

@@ -64,6 +64,19 @@ def throughput(samples, seconds, info, model, device, world_size=1):
     return out
 
 
+def memory(model, optimizer):
+    """Bytes this process holds for the parameters, their gradients and the optimizer's state: the whole of each
+    under DDP, this process's shard of each under FSDP (a DTensor's local part), so two runs compare per rank."""
+    def nbytes(tensors):
+        local = (t.to_local() if hasattr(t, "to_local") else t for t in tensors if t is not None)
+        return sum(t.numel() * t.element_size() for t in local)
+
+    params = list(model.parameters())
+    state = [v for s in optimizer.state.values() for v in s.values() if hasattr(v, "numel")]
+    return {"param_bytes": nbytes(params), "grad_bytes": nbytes(p.grad for p in params),
+            "optimizer_bytes": nbytes(state)}
+
+
 def write_json(path, values):
     """Write `values` as JSON atomically: readers see the old file or the new one, never half of one."""
     path = Path(path)

@@ -108,6 +108,26 @@ class GPT(nn.Module):
         return 6 * n + 12 * layers * width * self.block_size
 
 
+def name(model):
+    """The model's class name through any wrapper: DDP / DataParallel / torch.compile (unwrapped), and FSDP2, which
+    turns a GPT into an instance of a generated subclass `FSDPGPT` (the class it was built as comes next)."""
+    from common.checkpoint import unwrap
+
+    cls = type(unwrap(model))
+    if cls.__name__.startswith("FSDP") and len(cls.__mro__) > 2:
+        cls = cls.__mro__[2] if cls.__mro__[1].__name__ == "FSDPModule" else cls.__mro__[1]
+    return cls.__name__
+
+
+def blocks(model):
+    """The submodules that FSDP shards one by one (scripts/7_fsdp.py): a GPT's transformer blocks, else every
+    layer with weights of its own (Linear, Conv2d). What they leave (embeddings, norms, the tied head) stays
+    with the root."""
+    if isinstance(model, GPT):
+        return list(model.blocks)
+    return [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+
+
 def build(info, name="auto", n_layer=2, n_head=4, n_embd=128, sync_bn=False):
     """The model for a dataset's Info: `cnn` (GroupNorm) for images, `cnn-bn` the same with BatchNorm, `mlp` for
     images or tables, `gpt` for text; the gpt's size comes from --n-layer/--n-head/--n-embd. `sync_bn` converts

@@ -278,7 +278,8 @@ def allreduce(b, sizes):
 
 
 def scaling(b):
-    """2 processes x (cores/2) threads (rung 4) vs 1 process x all cores (rung 1), same global batch."""
+    """2 processes x (cores/2) threads (rung 4) vs 1 process x all cores (rung 1), same global batch; and FSDP
+    (rung 7) against DDP (rung 4) at 2 processes: step time, and bytes per process."""
     if b.cuda:
         return {"skipped": "measured on CPU only: one GPU cannot host two NCCL ranks"}
     out = {"threads": {"one_process": torch.get_num_threads(), "per_process_of_two": max(1, torch.get_num_threads()
@@ -286,10 +287,11 @@ def scaling(b):
     sizes = {}
     for task, epochs in (("digits", 5), ("gpt", 2))[:1 if b.quick else 2]:  # quick runs launch no GPT
         epochs = 2 if b.quick else epochs
-        one, two = [], []
+        one, two, fsdp = [], [], []
         for _ in range(b.repeats):
             one.append(b.launch(1, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32]))
             two.append(b.launch(4, 2, ["--task", task, "--epochs", epochs, "--batch-size", 16]))
+            fsdp.append(b.launch(7, 2, ["--task", task, "--epochs", epochs, "--batch-size", 16]))
         info = data.build(cli.parse(argv=["--task", task, "--data-dir", b.data_dir]))[2]
         grads = sum(p.numel() for p in models.build(info).parameters())
         sizes[task] = grads
@@ -298,7 +300,12 @@ def scaling(b):
                      "two_processes_samples_per_second": median_steady(two),
                      "ratio": median_steady(two) / median_steady(one), "gradient_numel": grads,
                      "max_abs_weight_diff": weight_diff(one[0], two[0]),
-                     "loss_curves": {"one_process": curve(one[0]), "two_processes": curve(two[0])}}
+                     "loss_curves": {"one_process": curve(one[0]), "two_processes": curve(two[0])},
+                     "fsdp_samples_per_second": median_steady(fsdp),
+                     "fsdp_over_ddp_step_time": median_steady(two) / median_steady(fsdp),
+                     "fsdp_max_abs_weight_diff_vs_one_process": weight_diff(one[0], fsdp[0]),
+                     "bytes_per_process": {r: {k: m[k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes")}
+                                           for r, m in (("ddp", two[0]), ("fsdp", fsdp[0]))}}
     reduce = allreduce(b, [1, 2 ** 14, 2 ** 18, 2 ** 20, 2 ** 22, *sizes.values()])
     out["allreduce_2_processes"] = reduce
     for task, grads in sizes.items():

@@ -37,6 +37,12 @@ def summary(sections):
     for task in ("digits", "gpt"):
         if task in s.get("scaling", {}):
             add(f"2 processes x 1 thread / 1 process x 2 threads, samples/s ({task})", s["scaling"][task]["ratio"])
+            if "fsdp_over_ddp_step_time" in s["scaling"][task]:
+                c = s["scaling"][task]
+                add(f"step time, FSDP (rung 7) / DDP (rung 4), 2 processes ({task})", c["fsdp_over_ddp_step_time"])
+                mem = c["bytes_per_process"]
+                add(f"bytes per process (parameters + gradients + optimizer), FSDP / DDP ({task})",
+                    sum(mem["fsdp"].values()) / sum(mem["ddp"].values()), 0.55)
     for task in ("digits", "gpt"):
         if task in s.get("mixed_precision", {}):
             m = s["mixed_precision"][task]
@@ -143,6 +149,15 @@ def markdown(results, img):
                                c[t]["ratio"], 4 * c[t]["gradient_numel"], c[t]["allreduce_seconds_per_step"],
                                c[t]["allreduce_share_of_step"], c[t]["max_abs_weight_diff"])
                               for t in ("digits", "gpt") if t in c]), "",
+                      "FSDP (rung 7) against DDP (rung 4), both 2 processes, global batch 32: bytes per process",
+                      "(parameters, gradients, optimizer state) and speed:", "",
+                      _table(["task", "DDP samples/s", "FSDP samples/s", "FSDP / DDP step time", "DDP bytes",
+                              "FSDP bytes", "FSDP max abs weight diff vs 1 process"],
+                             [(t, c[t]["two_processes_samples_per_second"], c[t]["fsdp_samples_per_second"],
+                               c[t]["fsdp_over_ddp_step_time"], sum(c[t]["bytes_per_process"]["ddp"].values()),
+                               sum(c[t]["bytes_per_process"]["fsdp"].values()),
+                               c[t]["fsdp_max_abs_weight_diff_vs_one_process"])
+                              for t in ("digits", "gpt") if t in c and "fsdp_samples_per_second" in c[t]]), "",
                       "gloo all_reduce between 2 processes (float32; bus bandwidth = 2(n-1)/n x bytes / time):", "",
                       _table(["bytes", "seconds", "bus bandwidth GB/s"],
                              [(v["bytes"], v["seconds"], v["bus_bandwidth_GBps"])

@@ -15,7 +15,7 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))  # scripts/common, for the tools in this folder
 
 RUNGS = {1: "1_single_gpu", 2: "2_data_parallel", 3: "3_ddp_spawn", 4: "4_ddp_torchrun", 5: "5_ddp_amp",
-         6: "6_accelerate"}
+         6: "6_accelerate", 7: "7_fsdp"}
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
 # What the Makefile sets for launches: torchrun restarts over gloo fail or hang unless the workers stop sharing
 # the rendezvous store; accelerate needs torchrun's standalone rendezvous for the same (guides/fault-tolerance.md).
@@ -32,7 +32,7 @@ def default_config():
 
 def command(rung, nproc=1, launcher_flags=(), config=None, port=None):
     """The argv that launches rung `rung` on `nproc` processes as its docstring does: python (rungs 1-2), python
-    with --nproc (rung 3, mp.spawn), torchrun (4-5), accelerate launch with a saved config (6). `launcher_flags`
+    with --nproc (rung 3, mp.spawn), torchrun (4, 5 and 7), accelerate launch with a saved config (6). `launcher_flags`
     go to torchrun or accelerate launch (e.g. --max-restarts=1); append the rung's own flags to the result."""
     script = str(SCRIPTS / f"{RUNGS[rung]}.py")
     bin_dir = Path(sys.executable).parent
@@ -40,7 +40,7 @@ def command(rung, nproc=1, launcher_flags=(), config=None, port=None):
         return [sys.executable, script]
     if rung == 3:
         return [sys.executable, script, "--nproc", str(nproc)]
-    if rung in (4, 5):
+    if rung in (4, 5, 7):
         return [str(bin_dir / "torchrun"), "--standalone", f"--nproc_per_node={nproc}", *launcher_flags, script]
     if port is None:
         from common import cli

@@ -60,6 +60,9 @@ def check_config(path, cpu_target):
     if kind == "MULTI_CPU":
         raise UsageError(f"accelerate config {path!r} is MULTI_CPU, which runs ONE process without MPI: use "
                          f"MULTI_GPU with use_cpu: true (accelerate_configs/cpu_2proc.yaml)")
+    if kind == "FSDP" and not gpus():
+        raise UsageError(f"accelerate config {path!r} is FSDP, which accelerate on a CPU silently trains as plain "
+                         f"DDP: run make fsdp-cpu (scripts/7_fsdp.py, FSDP2 over gloo) instead")
     processes = config.num_processes // max(1, config.num_machines)
     if kind != "NO" and not config.use_cpu:
         found = gpus()
