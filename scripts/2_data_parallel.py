@@ -40,8 +40,8 @@ def main(args):
     raw_model = model.module  # the model inside: its state_dict() has no "module." prefix, so save this one
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps (make bench)
-    epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer)
-    data.start_at(train_loader, epoch, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
+    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer)
+    epoch, batch_in_epoch = data.start_at(train_loader, epoch, position)  # resuming: the next unseen batch
     print(f"{Path(__file__).stem}: {info.name}, {len(train_ds)} train samples, {device}, batch {batch_size}")
 
     def evaluate():  # accuracy and mean loss over the eval set, every sample counted exactly once
@@ -79,13 +79,14 @@ def main(args):
             if step >= args.max_steps or stopping:
                 break
         train_loss = (loss_sum / max(loss_steps, 1)).item()
+        metrics.check_finite(train_loss, step)  # NaN or inf: stop here, before this epoch's checkpoint
         epoch_seconds = time.perf_counter() - epoch_start  # after .item(): the device has finished the epoch
         train_seconds, samples_seen = train_seconds + epoch_seconds, samples_seen + loss_steps * batch_size
         history.append({"step": step, "train_loss": train_loss,
                         "samples_per_second": loss_steps * batch_size / epoch_seconds})
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
-        checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch, keep=args.keep)
+        checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch * batch_size, args.keep)
         print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
 
     # -- save --------------------------------------------------------------------------------------------

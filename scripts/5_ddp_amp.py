@@ -54,8 +54,8 @@ def main(args):
         args.resume = "auto"  # every worker continues from the newest checkpoint
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps (make bench)
-    epoch, step, batch_in_epoch = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer, is_main, scaler)
-    data.start_at(train_loader, epoch, batch_in_epoch)  # resuming mid-epoch: continue at the next batch
+    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer, is_main, scaler)
+    epoch, batch_in_epoch = data.start_at(train_loader, epoch, position)  # resuming: the next unseen batch
     if is_main:
         print(f"{Path(__file__).stem}: {info.name}, {len(train_ds)} train samples, {device}, batch {batch_size}")
 
@@ -100,6 +100,7 @@ def main(args):
                 break
         dist.all_reduce(loss_sum)  # the loss over the global batch, not rank 0's share alone
         train_loss = (loss_sum / max(loss_steps, 1) / world_size).item()
+        metrics.check_finite(train_loss, step)  # NaN or inf: stop here, before this epoch's checkpoint
         epoch_seconds = time.perf_counter() - epoch_start  # after .item(): the device has finished the epoch
         train_seconds, samples_seen = train_seconds + epoch_seconds, samples_seen + loss_steps * batch_size
         history.append({"step": step, "train_loss": train_loss,
@@ -107,7 +108,8 @@ def main(args):
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
         if is_main:
-            checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch, args.keep, scaler)
+            checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch * batch_size, args.keep,
+                            scaler)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         dist.barrier()  # no rank runs ahead (or exits, or resumes) before rank 0's checkpoint is on disk
 

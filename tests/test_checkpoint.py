@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from safetensors import SafetensorError
 import torch
 
 from common import checkpoint, models
@@ -39,10 +40,10 @@ def assert_same_state(a, b):
 @pytest.mark.parametrize("optimizer_cls", [torch.optim.SGD, torch.optim.AdamW])
 def test_round_trip_is_bitwise(tmp_path, optimizer_cls):
     model, opt = trained(optimizer_cls=optimizer_cls)
-    path = checkpoint.save(tmp_path, model, opt, step=3, epoch=0, batch_in_epoch=3)
+    path = checkpoint.save(tmp_path, model, opt, step=3, epoch=0, samples_in_epoch=96)
     fresh, fresh_opt = trained(seed=1, optimizer_cls=optimizer_cls, steps=1)
     state = checkpoint.load(path, fresh, fresh_opt)
-    assert (state["step"], state["epoch"], state["batch_in_epoch"]) == (3, 0, 3)
+    assert (state["step"], state["epoch"], state["samples_in_epoch"]) == (3, 0, 96)
     assert_same_state(model, fresh)
     sa, sb = opt.state_dict(), fresh_opt.state_dict()
     assert sa["param_groups"] == sb["param_groups"]
@@ -90,7 +91,10 @@ def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, 
     assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())
 
 
-def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"),
+                                   SafetensorError("Error while serializing: I/O error: No space left on device")],
+                         ids=["oserror", "safetensors-own-error"])  # what safetensors raises on a real full disk
+def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch, error):
     model, opt = trained()
     checkpoint.save(tmp_path, model, opt, 1, 0, 1)
     real_save_file = checkpoint.save_file
@@ -99,7 +103,7 @@ def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypat
         real_save_file(tensors, filename, metadata=metadata)
         with open(filename, "r+b") as f:
             f.truncate(os.path.getsize(filename) // 2)
-        raise OSError(28, "No space left on device")
+        raise error
 
     monkeypatch.setattr(checkpoint, "save_file", disk_full)
     with pytest.raises(CheckpointError) as e:
@@ -224,3 +228,18 @@ def test_tied_weights_can_be_saved(tmp_path):
     n = Tied()
     checkpoint.load_model(tmp_path / "m.safetensors", n)
     assert torch.equal(m.emb.weight, n.emb.weight)
+
+
+@pytest.mark.parametrize("edit", [lambda s: [s], lambda s: {k: v for k, v in s.items() if k != "sha256"},
+                                  lambda s: {**s, "step": "14"}, lambda s: {**s, "samples_in_epoch": -3}],
+                         ids=["a-list", "no-sha256", "step-as-text", "negative-position"])
+def test_a_malformed_state_json_is_one_line_and_auto_skips_it(tmp_path, edit):
+    model, opt = trained()
+    checkpoint.save(tmp_path, model, opt, 1, 0, 0)
+    bad = checkpoint.save(tmp_path, model, opt, 2, 0, 0)
+    state = json.loads((bad / "state.json").read_text())
+    (bad / "state.json").write_text(json.dumps(edit(state)))
+    with pytest.raises(CheckpointError, match="has no valid state.json") as e:
+        checkpoint.load(bad, model, opt)
+    assert "\n" not in str(e.value)
+    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1  # the older one

@@ -84,7 +84,7 @@ def test_global_batches_are_the_same_at_every_world_size(data_dir):
     halves = [data.loader(train, 8, shuffle=True, seed=3, drop_last=True) for _ in range(2)]
     accelerate_style = [None, None]
     for dl in (one, *shards):
-        data.start_at(dl, 2, 0)
+        assert data.start_at(dl, 2, 0) == (2, 0)
     for r, h in enumerate(halves):
         data.start_at(h, 2, 0)
         accelerate_style[r] = [h.dataset.__getitems__(b) for b in BatchSamplerShard(h.batch_sampler, 2, r)]
@@ -96,14 +96,30 @@ def test_global_batches_are_the_same_at_every_world_size(data_dir):
         assert key(full["inputs"]) == key(torch.cat([c["inputs"], d["inputs"]]))
 
 
-def test_start_at_resumes_mid_epoch():
+def test_start_at_resumes_mid_epoch_at_any_batch_size_or_refuses():
+    """The position is in samples: a checkpoint 12 samples into epoch 1 continues at the next unseen sample with
+    batches of 4 (batch 3) or 6 (batch 2) or 2 processes of 2, rolls over to the next epoch when less than one
+    batch is left, and is refused in one line where it falls inside one of this run's batches."""
     dataset = torch.utils.data.TensorDataset(torch.arange(40))
     loader = data.loader(dataset, 4, shuffle=True, seed=0, drop_last=True)
     epochs = [[b[0].tolist() for b in loader] for _ in range(3)]
     assert epochs[0] != epochs[1] != epochs[2]
-    data.start_at(loader, 1, 3)
+    assert data.start_at(loader, 1, 12) == (1, 3)
     assert [b[0].tolist() for b in loader] == epochs[1][3:]
     assert [b[0].tolist() for b in loader] == epochs[2]  # the skip applies to one pass only
+    order = data.epoch_order(40, 0, 1)
+    six = data.loader(dataset, 6, shuffle=True, seed=0, drop_last=True)
+    assert data.start_at(six, 1, 12) == (1, 2)
+    assert [i for b in six for i in b[0].tolist()] == order[12:36]  # 6 whole batches of 6 per epoch: 12..35
+    shards = [data.loader(dataset, 2, sampler=DistributedSampler(dataset, 2, r, seed=0, drop_last=True),
+                          drop_last=True) for r in range(2)]
+    assert [data.start_at(s, 1, 12) for s in shards] == [(1, 3), (1, 3)]
+    assert sorted(i for s in shards for b in s for i in b[0].tolist()) == sorted(order[12:])
+    assert data.start_at(loader, 1, 40) == (2, 0)  # the epoch is over: the next one, from its start
+    assert [b[0].tolist() for b in loader] == epochs[2]
+    with pytest.raises(UsageError, match="12 samples into epoch 1, which is not a whole number of this run's "
+                                         "global batch of 8"):
+        data.start_at(data.loader(dataset, 8, shuffle=True, drop_last=True), 1, 12)
 
 
 def test_eval_shards_cover_every_sample_once(data_dir):

@@ -3,6 +3,7 @@ launches, eval at awkward sizes. Faults are injected from outside the rungs (tes
 step the test chooses. Crashes during a save and corrupt checkpoints: tests/test_checkpoint.py."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -151,6 +152,71 @@ def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, refer
     assert f"step {stop})" in stdout
     assert metrics_of(out)["steps"] == 28
     assert max_abs_diff(weights(out), reference[1]) <= EXACT
+
+
+def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refuses(tmp_path, data_dir):
+    """A checkpoint 40 steps of 8 (320 samples) into epoch 0 continues at a global batch of 32, in one process and
+    in two, from the next unseen sample (4 more steps of epoch 0, then epoch 1: 58 steps), and is refused in one
+    line at 24, which does not divide 320. (It used to loop forever: its batch counter was past the new epoch's
+    end.)"""
+    first = tmp_path / "first"
+    run(1, first, data_dir, "--task", "cancer", "--batch-size", 8, "--max-steps", 40)
+    ckpt = first / "checkpoints" / "step-00000040"
+    for rung, batch in ((1, 32), (4, 16)):
+        out = tmp_path / f"rung{rung}"
+        run(rung, out, data_dir, "--task", "cancer", "--batch-size", batch, "--epochs", 2, "--resume", ckpt)
+        assert (metrics_of(out)["steps"], metrics_of(out)["epochs"]) == (58, 2)
+    _, stderr = run(1, tmp_path / "bad", data_dir, "--task", "cancer", "--batch-size", 24, "--epochs", 2,
+                    "--resume", ckpt, expect=2)
+    assert "not a whole number of this run's global batch of 24" in one_error_line(stderr)
+
+
+@pytest.mark.parametrize("rung,fault,flags,signame,code", [
+    (1, "int-parent@17:0", [], "SIGINT", 130),  # Ctrl-C on a plain script: no KeyboardInterrupt traceback
+    (1, "term-group@17:0", ["--num-workers", 2], "SIGTERM", 143),  # Slurm signals every process, loader workers too
+    (4, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on torchrun: SIGINT to the launcher and every worker
+], ids=["ctrl-c", "group-sigterm-with-loader-workers", "ctrl-c-torchrun"])
+def test_ctrl_c_and_group_signals_checkpoint_first(tmp_path, data_dir, reference, rung, fault, flags, signame, code):
+    out = tmp_path / "out"
+    proc = start(rung, out, data_dir, *TASK, *flags, fault=fault, marker=tmp_path / "marker")
+    returncode, stdout, stderr = finish(proc)
+    assert returncode == code, (returncode, stderr[-2000:])  # torchrun, interrupted, reports 1 after its workers
+    assert f"stopped by {signame} at step 20, checkpoint saved" in stdout, stdout + stderr[-2000:]
+    assert "KeyboardInterrupt" not in stderr and "worker killed by signal" not in stderr
+    assert sorted(p.name for p in (out / "checkpoints").iterdir())[-1] == "step-00000020"
+    run(rung, out, data_dir, *TASK, *flags, "--resume", "auto")
+    assert metrics_of(out)["steps"] == 28 and max_abs_diff(weights(out), reference[1]) <= EXACT
+
+
+def tiny_filesystem(size):
+    """A command prefix that runs under a mount namespace with a tmpfs of `size` on its first argument's place:
+    a real full disk (ENOSPC), not an injected error. Root only (unshare and mount)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a real small filesystem needs root and unshare (mount namespaces); the injected faults in "
+                    "tests/test_checkpoint.py still run")
+    return lambda where, cmd: ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                               f'mkdir -p "$1" && mount -t tmpfs -o size={size} tmpfs "$1" && shift && exec "$@"',
+                               "sh", str(where), *map(str, cmd)]
+
+
+def test_a_really_full_disk_is_one_line_and_leaves_no_debris(tmp_path, data_dir):
+    """--output-dir on a 48 KB tmpfs: the first checkpoint (about 52 KB for the cancer MLP) does not fit. The run
+    stops with one error line; no .tmp-* directory or file is left behind. The same for a full --data-dir."""
+    wrap = tiny_filesystem("48k")
+    out, script = tmp_path / "full", SCRIPTS / "1_single_gpu.py"
+    cmd = wrap(out, [sys.executable, script, "--task", "cancer", "--epochs", 1, "--data-dir", data_dir,
+                     "--output-dir", out])
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **OFFLINE})
+    if "mount" in proc.stderr and "permission denied" in proc.stderr.lower():
+        pytest.skip(f"this container cannot mount a tmpfs: {proc.stderr.strip()[:200]}")
+    line = one_error_line(proc.stderr)
+    assert proc.returncode == 2 and "could not write checkpoint" in line and "No space left" in line, proc.stderr
+    cache = tmp_path / "cache"
+    cmd = wrap(cache, [sys.executable, script, "--task", "digits", "--epochs", 1, "--data-dir", cache,
+                       "--output-dir", tmp_path / "out2"])
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **OFFLINE})
+    line = one_error_line(proc.stderr)
+    assert proc.returncode == 2 and "could not write the prepared dataset under --data-dir" in line, proc.stderr
 
 
 def test_a_hung_rank_becomes_an_error_within_the_timeout(tmp_path, data_dir):

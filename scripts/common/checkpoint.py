@@ -3,7 +3,7 @@
 Layout of one checkpoint, `<output-dir>/checkpoints/step-00000440/`:
     model.safetensors      the bare model's weights (no `module.` / `_orig_mod.` prefixes)
     optimizer.safetensors  the optimizer's tensors; its hyper-parameters and scalars as JSON metadata
-    state.json             step, epoch, position in the epoch, grad-scaler state, sha256 of both files
+    state.json             step, epoch, position in the epoch (in samples), grad-scaler state, sha256 of both files
 Only safetensors and JSON are read back: no pickle, no `torch.load`, so a checkpoint from an untrusted source
 cannot run code. A checkpoint is written into a temporary directory, fsync'ed, and renamed into place; a crash or
 SIGTERM at any moment leaves either the old set of checkpoints or the old set plus the new one, never a
@@ -21,12 +21,13 @@ import shutil
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from common import UsageError
 
-FORMAT = "ddp-ladder-checkpoint/1"
+FORMAT = "ddp-ladder-checkpoint/2"  # /2: the position in the epoch is in samples, not batches
+OLD_FORMAT = "ddp-ladder-checkpoint/1"
 STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
@@ -63,6 +64,12 @@ def _cpu_tensors(state):
         seen.add(value.data_ptr())
         out[key] = value
     return out
+
+
+def _why(error):
+    """One line saying why a write failed: the OS's words, or the first line of safetensors'."""
+    text = getattr(error, "strerror", None) or str(error).strip() or type(error).__name__
+    return text.splitlines()[0][:160]
 
 
 def _fsync(path):
@@ -118,31 +125,33 @@ def _optimizer_tensors(optimizer):
     return _cpu_tensors(tensors), metadata
 
 
-def save(output_dir, model, optimizer, step, epoch, batch_in_epoch, keep=3, scaler=None):
+def save(output_dir, model, optimizer, step, epoch, samples_in_epoch, keep=3, scaler=None):
     """Write checkpoint `step` atomically and keep the newest `keep`. Call on the main process only. `model` and
-    `optimizer` are the objects, or their full state dicts (gathered by every rank first, as FSDP needs)."""
+    `optimizer` are the objects, or their full state dicts (gathered by every rank first, as FSDP needs).
+    `samples_in_epoch` is the position in epoch `epoch`'s sample order: steps x global batch, so that a run at
+    another batch size or world size can continue from it (data.start_at)."""
     root = Path(output_dir) / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
-    for stale in root.glob(".tmp-*"):  # left by a save that was killed; never a valid checkpoint
-        shutil.rmtree(stale, ignore_errors=True)
     final = root / f"step-{step:08d}"
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
     try:
+        root.mkdir(parents=True, exist_ok=True)
+        for stale in root.glob(".tmp-*"):  # left by a save that was killed; never a valid checkpoint
+            shutil.rmtree(stale, ignore_errors=True)
         tmp.mkdir()
         save_file(model_tensors(model), tmp / "model.safetensors", metadata={"format": FORMAT})
         tensors, metadata = _optimizer_tensors(optimizer)
         save_file(tensors, tmp / "optimizer.safetensors", metadata=metadata)
         files = {name: _sha256(tmp / name) for name in ("model.safetensors", "optimizer.safetensors")}
-        state = {"format": FORMAT, "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
+        state = {"format": FORMAT, "step": step, "epoch": epoch, "samples_in_epoch": samples_in_epoch,
                  "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
                  "sha256": files}
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
         for name in (*files, "state.json"):
             _fsync(tmp / name)
         _fsync(tmp)
-    except OSError as e:  # a full disk, a quota, a vanished mount: the checkpoints already there are intact
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise CheckpointError(f"could not write checkpoint {str(final)!r} ({e.strerror or e}): free space in "
+    except (OSError, SafetensorError) as e:  # a full disk (safetensors raises its own error), a quota, a file
+        shutil.rmtree(tmp, ignore_errors=True)  # where the directory should be: the checkpoints there are intact
+        raise CheckpointError(f"could not write checkpoint {str(final)!r} ({_why(e)}): free space in "
                               f"--output-dir or point it elsewhere; the earlier checkpoints are intact") from None
     old = None
     if final.exists():  # the same step saved again (a resumed run): move the old one aside first
@@ -166,6 +175,26 @@ def list_checkpoints(output_dir):
     return [p for _, p in sorted(found)]
 
 
+def _valid_state(state):
+    """state.json's fields, checked for type before anything trusts them (a hand-edited or foreign file)."""
+    if not isinstance(state, dict):
+        raise ValueError(f"a JSON {type(state).__name__}, not an object")
+    if state.get("format") == OLD_FORMAT and state.get("batch_in_epoch") == 0:  # an epoch boundary: the same
+        state = {**state, "format": FORMAT, "samples_in_epoch": 0}
+    if state.get("format") != FORMAT:
+        raise ValueError(f"format {state.get('format')!r}, expected {FORMAT!r}" + (
+            " (a mid-epoch checkpoint of an older version: resume from one taken at the end of an epoch)"
+            if state.get("format") == OLD_FORMAT else ""))
+    for key in ("step", "epoch", "samples_in_epoch"):
+        if not isinstance(state.get(key), int) or isinstance(state.get(key), bool) or state[key] < 0:
+            raise ValueError(f"{key!r} is {state.get(key)!r}, not a whole number")
+    hashes = state.get("sha256")
+    if not isinstance(hashes, dict) or set(hashes) != {"model.safetensors", "optimizer.safetensors"} or not all(
+            isinstance(v, str) for v in hashes.values()):
+        raise ValueError("'sha256' does not list the two files' hashes")
+    return state
+
+
 def _read(path, device):
     """Read and verify a checkpoint directory; returns (state, model tensors, optimizer tensors, metadata)."""
     path = Path(path)
@@ -176,10 +205,11 @@ def _read(path, device):
     if not path.is_dir():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist: pass a checkpoint directory "
                               f"(<output-dir>/checkpoints/step-N), --resume auto, or --resume none")
+    if (path / "checkpoints").is_dir() and not (path / "state.json").exists():
+        raise CheckpointError(f"{str(path)!r} is an output dir, not a checkpoint: pass --resume auto --output-dir "
+                              f"{str(path)!r} (its newest valid checkpoint), or one of its checkpoints/step-N")
     try:
-        state = json.loads((path / "state.json").read_text())
-        if state.get("format") != FORMAT:
-            raise ValueError(f"format {state.get('format')!r}, expected {FORMAT!r}")
+        state = _valid_state(json.loads((path / "state.json").read_text()))
     except (OSError, ValueError) as e:
         raise CheckpointError(f"checkpoint {str(path)!r} has no valid state.json ({e}): it is incomplete or "
                               f"not a ddp-ladder checkpoint; delete it or resume from another") from None
@@ -245,10 +275,24 @@ def load(path, model, optimizer=None, device="cpu", scaler=None, load_state=None
         return state
     unwrap(model).load_state_dict(model_sd)
     if optimizer is not None:
+        wanted = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
         optimizer.load_state_dict({"state": per_param, "param_groups": groups})
+        state["flags_kept"] = _keep_flags(optimizer, wanted)
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
     return state
+
+
+def _keep_flags(optimizer, wanted):
+    """This run's hyper-parameters (--lr, --momentum, ...) win over the checkpoint's: load_state_dict brought back
+    the old ones with the momentum buffers. Returns what was put back, for the resume message."""
+    kept = []
+    for group, mine in zip(optimizer.param_groups, wanted):
+        for key, value in mine.items():
+            if key in group and group[key] != value and isinstance(value, (int, float)):
+                kept.append(f"{key} {value:g} (the checkpoint had {group[key]:g})")
+                group[key] = value
+    return sorted(set(kept))
 
 
 def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None, log=print, device=None,
@@ -257,7 +301,7 @@ def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None,
     (the main process removes old checkpoints in `output_dir`, so they cannot be mistaken for this run's),
     "auto" loads the newest valid checkpoint there (falling back past corrupt ones, and saying so), anything else
     is a checkpoint directory to load.
-    Returns (epoch, step, batch_in_epoch) to continue from."""
+    Returns (epoch, step, samples_in_epoch) to continue from (data.start_at turns the samples into batches)."""
     device = device or next(unwrap(model).parameters()).device
     if resume_from == "none":
         if is_main:
@@ -278,13 +322,17 @@ def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None,
                     log(f"warning: skipping {e}")
                 continue
             if is_main:
-                log(f"resuming from {path} (epoch {state['epoch']}, step {state['step']})")
-            return state["epoch"], state["step"], state["batch_in_epoch"]
+                log(f"resuming from {path} (epoch {state['epoch']}, step {state['step']})" + _kept(state))
+            return state["epoch"], state["step"], state["samples_in_epoch"]
         raise CheckpointError(f"no usable checkpoint in {str(output_dir)!r} (newest: {problems[0]})")
     state = load(resume_from, model, optimizer, device, scaler, load_state)
     if is_main:
-        log(f"resuming from {resume_from} (epoch {state['epoch']}, step {state['step']})")
-    return state["epoch"], state["step"], state["batch_in_epoch"]
+        log(f"resuming from {resume_from} (epoch {state['epoch']}, step {state['step']})" + _kept(state))
+    return state["epoch"], state["step"], state["samples_in_epoch"]
+
+
+def _kept(state):
+    return f"; this run's flags kept: {', '.join(state['flags_kept'])}" if state.get("flags_kept") else ""
 
 
 def save_model(path, model):
@@ -295,9 +343,9 @@ def save_model(path, model):
         save_file(model_tensors(model), tmp, metadata={"format": FORMAT})
         _fsync(tmp)
         os.replace(tmp, path)
-    except OSError as e:
+    except (OSError, SafetensorError) as e:
         tmp.unlink(missing_ok=True)
-        raise CheckpointError(f"could not write {str(path)!r} ({e.strerror or e}): free space or pass another "
+        raise CheckpointError(f"could not write {str(path)!r} ({_why(e)}): free space or pass another "
                               f"--output-dir; the last checkpoint holds the same weights") from None
 
 

@@ -1,5 +1,7 @@
 """The one argument parser every rung uses. Flags are only ever added, never renamed or removed."""
 import argparse
+import atexit
+import math
 import multiprocessing
 import os
 import re
@@ -90,11 +92,18 @@ def parse(description=None, argv=None):
             raise UsageError(f"{flag} is not used by {script}: {hint}")
     if args.output_dir is None:
         args.output_dir = os.path.join("out", Path(sys.argv[0]).stem)
-    for name in ("batch_size", "epochs", "keep", "block_size", "n_layer", "n_head", "n_embd"):
+    for name in ("batch_size", "epochs", "keep", "block_size", "n_layer", "n_head", "n_embd", "image_size"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
     if args.max_steps < 0 or args.num_workers < 0:
         raise UsageError("--max-steps and --num-workers must be 0 or more")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise UsageError(f"--lr must be a positive number (got {args.lr:g})")
+    if not (math.isfinite(args.momentum) and 0 <= args.momentum < 1):
+        raise UsageError(f"--momentum must be at least 0 and below 1 (got {args.momentum:g}): SGD diverges at 1 "
+                         f"and above")
+    if not 0 <= args.seed < 2 ** 63:
+        raise UsageError(f"--seed must be between 0 and 2**63 - 1 (got {args.seed})")
     args.max_steps = args.max_steps or sys.maxsize  # 0 means no limit
     if not args.dist_timeout > 0:
         raise UsageError(f"--dist-timeout must be more than 0 seconds (got {args.dist_timeout:g})")
@@ -127,6 +136,9 @@ def parse(description=None, argv=None):
 
 def check_writable(output_dir):
     """Fail before training, not after an hour of it, when the results cannot be written."""
+    if (Path(output_dir) / "checkpoints").exists() and not (Path(output_dir) / "checkpoints").is_dir():
+        raise UsageError(f"{str(Path(output_dir) / 'checkpoints')!r} is a file, where the run writes its checkpoint "
+                         f"directories: move it away, or pass another --output-dir")
     try:
         os.makedirs(output_dir, exist_ok=True)
         probe = Path(output_dir) / f".write-test-{os.getpid()}"
@@ -192,6 +204,60 @@ def prepare_process(args, script):
               f"rendezvous store: {fix}")
     for signum in (signal.SIGTERM, signal.SIGINT):  # until the rung installs its own handler (preemption.py)
         signal.signal(signum, _forward_to_children)
+    if env.get("RANK", "0") == "0":  # one process per job: the launcher's parent (rung 3) or rank 0
+        lock_output_dir(args.output_dir)
+
+
+def lock_output_dir(output_dir):
+    """One run per output dir: a second run there would delete the first's checkpoints (--resume none) and
+    overwrite its results. `<output-dir>/.lock` holds the owner's pid and host; a lock whose process is gone
+    (killed, or the machine restarted) is taken over with a warning. Released when this process exits."""
+    import json
+
+    check_writable(output_dir)
+    path, me = Path(output_dir) / ".lock", {"pid": os.getpid(), "host": socket.gethostname()}
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                owner = json.loads(path.read_text())
+            except (OSError, ValueError):
+                owner = {}  # half written by a process that died at that moment, or unreadable: stale
+            pid, host = owner.get("pid"), owner.get("host")
+            if host == me["host"] and isinstance(pid, int) and _alive(pid):
+                raise UsageError(f"another run (pid {pid}) is using --output-dir {output_dir!r}: wait for it to "
+                                 f"finish, or pass another --output-dir") from None
+            if host not in (None, me["host"]):
+                raise UsageError(f"--output-dir {output_dir!r} is locked by a run on {host} (pid {pid}): pass "
+                                 f"another --output-dir, or delete {str(path)!r} if that run is gone") from None
+            print(f"warning: {str(path)!r} was left by a run that is gone (pid {pid}): taking it over")
+            path.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump(me, f)
+        atexit.register(_unlock, path, me)
+        return
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def _unlock(path, me):
+    import json
+
+    try:
+        if json.loads(path.read_text()) == me:
+            path.unlink()
+    except (OSError, ValueError):
+        pass
 
 
 def _forward_to_children(signum, frame):

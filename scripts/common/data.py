@@ -30,7 +30,8 @@ from common import UsageError, preemption
 ON_DEVICE_BYTES = 1 << 30  # a GPU keeps a prepared dataset up to 1 GiB (per process) in its own memory
 SPLIT_SEED = 42  # the train/eval split is fixed, whatever --seed says, so eval sets stay comparable
 EVAL_FRACTION = 0.2  # for data that has no test/validation split of its own
-CACHE_VERSION = 1  # bump when the preparation below changes, so old caches are not reused
+CACHE_VERSION = 2  # bump when the preparation below changes, so old caches are not reused
+MIN_ROWS = 10  # a dataset needs at least this many rows to be split and trained on
 FILE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
@@ -194,19 +195,32 @@ def _whole_batch(batch):
     return batch  # Columns.__getitems__ already returns the batch as tensors
 
 
-def start_at(data_loader, epoch, batch):
-    """Make the loader's next pass be epoch `epoch`'s order, starting at its batch `batch` (a resumed run). Works
-    on the loaders of every rung: EpochShuffle's, DistributedSampler's, and accelerate's prepared loader, whose
-    processes take whole batches in turn (so one of its steps is num_processes of the batches underneath)."""
-    batches, per_step = data_loader.batch_sampler, 1
+def start_at(data_loader, epoch, samples):
+    """Make the loader's next pass continue epoch `epoch` at sample `samples` of its order (a resumed run), and
+    return (epoch, batch) for the loop. The position is in samples, so a checkpoint taken at another batch size
+    or world size continues from the next unseen sample: at batch samples / global batch, or, past the epoch's
+    last whole batch, at the start of the next epoch. A position that is not a whole number of this run's global
+    batches is refused in one line. Works on the loaders of every rung: EpochShuffle's, DistributedSampler's, and
+    accelerate's prepared loader, whose processes take whole batches in turn."""
+    batches, processes = data_loader.batch_sampler, 1
+    while not isinstance(batches, _Batches):  # accelerate's BatchSamplerShard around ours
+        processes = getattr(batches, "num_processes", 1) if not getattr(batches, "split_batches", True) else 1
+        batches = batches.batch_sampler
+    processes *= getattr(batches.sampler, "num_replicas", 1)  # DistributedSampler: each process its share
+    global_batch = batches.batch_size * processes
+    if samples % global_batch:
+        raise UsageError(f"the checkpoint stopped {samples} samples into epoch {epoch}, which is not a whole number "
+                         f"of this run's global batch of {global_batch} (--batch-size x processes): resume with a "
+                         f"global batch that divides {samples}, or from a checkpoint taken at the end of an epoch")
+    batch = samples // global_batch
+    if batch >= len(data_loader):  # the rest of that epoch is less than one of this run's batches
+        epoch, batch = epoch + 1, 0
     if hasattr(data_loader, "iteration"):  # accelerate's DataLoaderShard: it sets the sampler's epoch itself
         data_loader.set_epoch(epoch)
-    while not isinstance(batches, _Batches):  # accelerate's BatchSamplerShard around ours
-        per_step *= 1 if getattr(batches, "split_batches", True) else batches.num_processes
-        batches = batches.batch_sampler
     if hasattr(batches.sampler, "set_epoch"):
         batches.sampler.set_epoch(epoch)
-    batches.skip_next = batch * per_step
+    batches.skip_next = batch * (processes // getattr(batches.sampler, "num_replicas", 1))
+    return epoch, batch
 
 
 # --- preparation (runs once per cache key) ---------------------------------------------------------------
@@ -234,10 +248,9 @@ def _spec(args):
     source = args.dataset
     local = Path(source).expanduser()
     if local.exists():
-        stat = local.stat()
         source = str(local.resolve())
-        fingerprint = [stat.st_size, stat.st_mtime_ns]
-    elif (os.sep in source and not _looks_like_hub_name(source)) or local.suffix in FILE_BUILDERS:
+        fingerprint = _fingerprint(local)
+    elif (os.sep in source and not _looks_like_hub_name(source)) or local.suffix.lower() in FILE_BUILDERS:
         raise UsageError(f"dataset path {args.dataset!r} does not exist: check the path (or pass a hub "
                          f"dataset name as ORG/NAME)")
     else:
@@ -246,6 +259,17 @@ def _spec(args):
             "dataset": source, "fingerprint": fingerprint, "image_column": args.image_column,
             "feature_columns": args.feature_columns, "label_column": args.label_column,
             "image_size": args.image_size}
+
+
+def _fingerprint(path):
+    """What the cache key knows of local data: every file's name, size and modification time (an image added to
+    a class folder of an imagefolder changes it; the folder's own size and time would not)."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for p in files:
+        stat = p.stat()
+        h.update(f"{p.relative_to(path) if p != path else p.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return [len(files), h.hexdigest()]
 
 
 def _looks_like_hub_name(source):
@@ -267,15 +291,21 @@ def _prepare(spec, path):
         splits, info = _text(spec)
     else:
         splits, info = _builtin(spec["name"])
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".tmp-{path.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    for split, (inputs, labels) in splits.items():
-        features = datasets.Features({"inputs": _feature(inputs.shape[1:], str(inputs.dtype)),
-                                      "labels": _feature(labels.shape[1:], "int64")})
-        ds = datasets.Dataset.from_dict({"inputs": inputs, "labels": labels}, features=features)
-        ds.save_to_disk(str(tmp / split))
-    (tmp / "info.json").write_text(json.dumps(asdict(info)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        for split, (inputs, labels) in splits.items():
+            features = datasets.Features({"inputs": _feature(inputs.shape[1:], str(inputs.dtype)),
+                                          "labels": _feature(labels.shape[1:], "int64")})
+            ds = datasets.Dataset.from_dict({"inputs": inputs, "labels": labels}, features=features)
+            ds.save_to_disk(str(tmp / split))
+        (tmp / "info.json").write_text(json.dumps(asdict(info)))
+    except Exception as e:  # a full or read-only --data-dir: OSError, or pyarrow's and datasets' own errors
+        shutil.rmtree(tmp, ignore_errors=True)
+        why = (getattr(e, "strerror", None) or str(e).strip() or type(e).__name__).splitlines()[0][:160]
+        raise UsageError(f"could not write the prepared dataset under --data-dir {str(path.parent)!r} ({why}): "
+                         f"free space there, or pass --data-dir to a writable directory") from None
     try:
         os.rename(tmp, path)  # atomic: a reader sees no cache or a whole one
     except OSError:  # another process finished the same build first; theirs is as good as ours
@@ -349,10 +379,12 @@ def _load_user_dataset(spec):
         if source.is_dir() and ((source / "dataset_dict.json").exists() or (source / "state.json").exists()):
             return datasets.load_from_disk(str(source))
         if source.is_file():
-            if source.suffix not in FILE_BUILDERS:
+            suffix = source.suffix.lower()  # data.CSV is a CSV file too
+            if suffix not in FILE_BUILDERS:
                 raise UsageError(f"cannot read {str(source)!r}: --dataset takes a {'/'.join(FILE_BUILDERS)} "
                                  f"file, an imagefolder directory or a save_to_disk directory")
-            return datasets.load_dataset(FILE_BUILDERS[source.suffix], data_files=str(source))
+            options = {"delimiter": "\t"} if suffix == ".tsv" else {}  # the csv builder splits on commas
+            return datasets.load_dataset(FILE_BUILDERS[suffix], data_files=str(source), **options)
         if source.is_dir():
             return datasets.load_dataset("imagefolder", data_dir=str(source))
         return datasets.load_dataset(spec["dataset"])
@@ -385,7 +417,7 @@ def _from_user_data(spec):
                          f"pass --image-column")
     if image_column is not None:
         convert = _image_converter(loaded["train"][0][image_column], spec["image_size"])
-        arrays = {s: (np.stack([convert(im) for im in loaded[s][image_column]]), loaded[s][label]) for s in loaded}
+        arrays = {s: (_images(loaded[s], image_column, convert, s), loaded[s][label]) for s in loaded}
         kind = "image"
     else:
         wanted = spec["feature_columns"].split(",") if spec["feature_columns"] else [
@@ -395,13 +427,32 @@ def _from_user_data(spec):
         if missing or not wanted:
             raise UsageError(f"feature columns {', '.join(missing) or '(none numeric)'} not in dataset "
                              f"(columns: {', '.join(columns)}): pass --feature-columns A,B,C")
+        if label in wanted:
+            raise UsageError(f"the label column {label!r} is among --feature-columns: the model would read the "
+                             f"answer from its input; leave it out of --feature-columns")
+        features = loaded["train"].features
+        text = [c for c in wanted if not (isinstance(features[c], datasets.Value) and
+                                          features[c].dtype.startswith(("int", "uint", "float", "bool")))]
+        if text:
+            raise UsageError(f"feature column {text[0]!r} is not numeric ({features[text[0]]}): features must be "
+                             f"numbers; leave it out of --feature-columns, or encode it first")
         arrays = {s: (np.stack([np.asarray(loaded[s][c], dtype=np.float32) for c in wanted], axis=1),
                       loaded[s][label]) for s in loaded}
+        for s, (x, _) in arrays.items():
+            bad = ~np.isfinite(x)
+            if bad.any():
+                row, col = map(int, np.argwhere(bad)[0])
+                raise UsageError(f"feature {wanted[col]!r} is {x[row, col]} (empty, NaN or infinite) in row {row} "
+                                 f"of the {s} split: fill or drop such rows first")
         kind = "tabular"
-    classes = sorted({v for s in arrays.values() for v in s[1]}, key=lambda v: (str(type(v)), v))
+    classes = _classes(arrays, label)
     index = {v: i for i, v in enumerate(classes)}
-    arrays = {s: (x, np.array([index[v] for v in y], dtype=np.int64)) for s, (x, y) in arrays.items()}
+    arrays = {s: (x, np.array([index[int(v) if isinstance(v, float) else v] for v in y], dtype=np.int64))
+              for s, (x, y) in arrays.items()}
     train = arrays["train"]
+    if len(train[1]) < MIN_ROWS:
+        raise UsageError(f"the train split has {len(train[1])} rows: at least {MIN_ROWS} are needed to hold some "
+                         f"out for evaluation and train on the rest")
     eval_ = arrays[eval_name] if eval_name else None
     if eval_ is None:
         train, eval_ = _split(*train)
@@ -411,10 +462,47 @@ def _from_user_data(spec):
     return {"train": _as_arrays(train), "eval": _as_arrays(eval_)}, info
 
 
+def _classes(arrays, label):
+    """The label column's values, sorted: whole numbers or names. A missing value, a fraction (a regression
+    target, or a float-parsed column) or a single class is refused: each would train on garbage, silently."""
+    values = [v for _, y in arrays.values() for v in y]
+    for row, v in enumerate(values):
+        if v is None or (isinstance(v, float) and (v != v or v != int(v))):
+            raise UsageError(f"label {v!r} in row {row}: --label-column {label!r} must hold whole class numbers or "
+                             f"names, with no empty cells (this looks like a missing value or a regression target)")
+    values = [int(v) if isinstance(v, float) else v for v in values]  # 1.0 and 1 are the same class
+    classes = sorted(set(values), key=lambda v: (str(type(v)), v))
+    if len(classes) < 2:
+        raise UsageError(f"--label-column {label!r} has {len(classes)} distinct value(s): classification needs at "
+                         f"least two classes")
+    if len(classes) > max(100, len(values) // 2):
+        raise UsageError(f"--label-column {label!r} has {len(classes)} distinct values in {len(values)} rows: that "
+                         f"is an identifier or a measurement, not a class; pass the right --label-column")
+    return classes
+
+
+def _images(split, column, convert, name):
+    """Every image of a split as one array; an image that cannot be decoded is named in one line."""
+    out = []
+    for row in range(len(split)):
+        try:
+            out.append(convert(split[row][column]))
+        except Exception as e:  # PIL raises several types for a truncated or corrupt file
+            raise UsageError(f"image {row} of the {name} split cannot be read ({type(e).__name__}: "
+                             f"{str(e)[:120]}): remove or replace that file") from None
+    return np.stack(out)
+
+
 def _image_converter(first, size):
-    mode = "L" if first.mode in ("L", "1", "I;16", "I") else "RGB"
+    """Images as float32 in [0, 1]: 8-bit grey or colour divided by 255, 16-bit grey (I;16, common for scans and
+    microscopy) by 65535 instead of being clipped to 8 bits."""
+    sixteen = first.mode.startswith("I;16") or first.mode == "I"
+    mode = "L" if first.mode in ("L", "1") else "RGB"
 
     def convert(image):
+        if sixteen:
+            array = np.asarray(image.convert("I").convert("F").resize((size, size)), dtype=np.float32) / 65535.0
+            return array[None]
         image = image.convert(mode).resize((size, size))
         array = np.asarray(image, dtype=np.float32) / 255.0
         return array[None] if mode == "L" else array.transpose(2, 0, 1)

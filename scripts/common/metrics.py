@@ -64,6 +64,19 @@ def throughput(samples, seconds, info, model, device, world_size=1):
     return out
 
 
+def check_finite(train_loss, step):
+    """Stop (one line, exit 2) when the epoch's mean training loss is NaN or infinite: called before the epoch's
+    checkpoint, so the last good checkpoint stays the newest and `--resume auto` starts from it."""
+    import math
+
+    from common import UsageError
+
+    if not math.isfinite(train_loss):
+        raise UsageError(f"the training loss became {train_loss} by step {step}: the usual causes are a learning "
+                         f"rate too high for the model (lower --lr), or NaN/inf in the data; the last good "
+                         f"checkpoint is kept, and --resume auto continues from it")
+
+
 def memory(model, optimizer):
     """Bytes this process holds for the parameters, their gradients and the optimizer's state: the whole of each
     under DDP, this process's shard of each under FSDP (a DTensor's local part), so two runs compare per rank."""
@@ -79,7 +92,14 @@ def memory(model, optimizer):
 
 def write_json(path, values):
     """Write `values` as JSON atomically: readers see the old file or the new one, never half of one."""
+    from common import UsageError
+
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(values, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(values, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"could not write {str(path)!r} ({e.strerror or e}): free space or pass another "
+                         f"--output-dir; the model and the last checkpoint are written") from None

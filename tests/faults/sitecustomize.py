@@ -7,6 +7,8 @@ DDP_LADDER_FAULT="ACTION@STEP:RANK", fired once per DDP_LADDER_FAULT_MARKER file
     term-group   SIGTERM every process of the job: the launcher and all its workers (Slurm signals every
                  process of a job step; torchrun puts each worker in its own session, so no process group does)
     term-parent  SIGTERM the launcher only (Kubernetes signals PID 1); rungs 1-2 signal themselves
+    int-group    SIGINT every process of the job: Ctrl-C in a terminal (the foreground process group)
+    int-parent   SIGINT the launcher only
     stall        stop joining collectives (a hung rank): sleep far past any timeout. SIGTERM ends it at once, as
                  SIGKILL would end a rank stuck in C code, so the launcher's clean-up does not wait 30 s
 """
@@ -62,12 +64,13 @@ if os.environ.get("DDP_LADDER_FAULT"):
         print(f"fault: {_action} at step {_count} on rank {_rank_now()}", flush=True)
         if _action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
-        elif _action == "term-group":
+        elif _action in ("term-group", "int-group"):
             launcher = os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid()
             for pid in job_tree(launcher):
-                os.kill(pid, signal.SIGTERM)
-        elif _action == "term-parent":
-            os.kill(os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid(), signal.SIGTERM)
+                os.kill(pid, signal.SIGTERM if _action.startswith("term") else signal.SIGINT)
+        elif _action in ("term-parent", "int-parent"):
+            os.kill(os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid(),
+                    signal.SIGTERM if _action.startswith("term") else signal.SIGINT)
         elif _action == "stall":
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             time.sleep(600)
