@@ -32,7 +32,7 @@ def launch(rung, out, data_dir, *flags, per_device=16, **kw):
 def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, task_flags):
     ref, ref_m = launch(1, tmp_path / "1", data_dir, *task_flags)
     report = {}
-    for rung in (2, 3, 4, 5, 6):
+    for rung in (3, 4, 5, 6):  # rung 2 on a CPU is rung 1, bitwise (test_rungs_1_2.py)
         flags = [*task_flags, "--mixed-precision", "no"] if rung == 5 else task_flags
         w, m = launch(rung, tmp_path / str(rung), data_dir, *flags)
         report[rung] = max_abs_diff(w, ref)
@@ -54,12 +54,12 @@ def test_default_cnn_keeps_parity_and_batchnorm_drifts(tmp_path, data_dir):
     ref, _ = launch(1, tmp_path / "1", data_dir, *flags)
     w, m = launch(3, tmp_path / "3", data_dir, *flags)
     parity = max_abs_diff(w, ref)
-    ref_bn, _ = launch(1, tmp_path / "1bn", data_dir, *flags, "--model", "cnn-bn")
-    w_bn, m_bn = launch(3, tmp_path / "3bn", data_dir, *flags, "--model", "cnn-bn")
+    ref_bn, _ = launch(1, tmp_path / "1bn", data_dir, *flags, "--model", "cnn-bn", "--max-steps", 20)
+    w_bn, m_bn = launch(3, tmp_path / "3bn", data_dir, *flags, "--model", "cnn-bn", "--max-steps", 20)
     drift = max_abs_diff(w_bn, ref_bn)
-    print(f"\ndigits CNN, 1 epoch, 2x16 vs 32: GroupNorm {parity:.3g}, BatchNorm {drift:.3g}")
+    print(f"\ndigits CNN, 2x16 vs 32: GroupNorm (1 epoch) {parity:.3g}, BatchNorm (20 steps) {drift:.3g}")
     assert parity <= FP32_TOLERANCE and m["model"] == m_bn["model"] == "SmallCNN"
-    assert drift > 100 * FP32_TOLERANCE and m_bn["eval_accuracy"] > 0.8
+    assert drift > 100 * FP32_TOLERANCE and m_bn["eval_accuracy"] > 0.5
     proc = run_script("3_ddp_spawn.py", "--nproc", 2, "--batch-size", 16, "--data-dir", data_dir, "--output-dir",
                       tmp_path / "sync", *flags, "--model", "cnn-bn", "--sync-bn", check=False)
     if not torch.cuda.is_available():
