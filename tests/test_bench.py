@@ -28,7 +28,7 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
     assert set(s) == set(bench.SECTIONS) and not any("error" in v for v in s.values())
 
     rungs = s["overhead"]["rungs"]
-    assert list(rungs) == [bench.RUNGS[r] for r in (1, 4, 6)]  # one per launcher in a quick run; a full run has 1-6
+    assert list(rungs) == [bench.RUNGS[r] for r in (1, 6)]  # quick: python and accelerate (torchrun: scaling)
     assert rungs["1_single_gpu"]["step_time_ratio"] == 1.0
     for name, r in rungs.items():
         assert positive(r["samples_per_second"]) and positive(r["step_time_ratio"])
@@ -49,8 +49,11 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
     assert positive(c["ratio"]) and positive(c["allreduce_seconds_per_step"]) and "gpt" not in s["scaling"]
     assert c["gradient_numel"] == 29_162 and len(c["loss_curves"]["two_processes"]) == 2
     m = s["mixed_precision"]["digits"]
-    assert positive(m["bf16_speedup_vs_fp32"]) and positive(m["fp16_speedup_vs_bf16"])
-    assert set(m["samples_per_second"]) == {"no", "bf16", "fp16"} and m["max_abs_weight_diff_vs_fp32"]["no"] == 0
+    assert positive(m["bf16_speedup_vs_fp32"]) and "fp16_speedup_vs_bf16" not in m  # quick on a CPU: no fp16
+    assert set(m["samples_per_second"]) == {"no", "bf16"} and m["max_abs_weight_diff_vs_fp32"]["no"] == 0
+    f = c["bytes_per_process"]
+    assert positive(c["fsdp_over_ddp_step_time"]) and c["fsdp_max_abs_weight_diff_vs_one_process"] <= 1e-5
+    assert 0.45 <= sum(f["fsdp"].values()) / sum(f["ddp"].values()) <= 0.55
     reduce = s["scaling"]["allreduce_2_processes"]
     assert all(positive(v["seconds"]) and positive(v["bus_bandwidth_GBps"]) for v in reduce.values())
     assert "skipped" in s["gpu"]  # no CUDA here

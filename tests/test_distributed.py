@@ -79,15 +79,11 @@ def test_amp_bf16_within_stated_tolerance(tmp_path, data_dir):
 
 
 def test_checkpoints_cross_rungs_and_world_sizes(tmp_path, data_dir):
-    """A checkpoint from rung 4 at world size 2 resumes in rung 1 at world size 1 (and rung 1's in rung 6), and
-    the resumed runs end where uninterrupted ones end."""
+    """A rung-1 checkpoint taken mid-epoch resumes in rung 6 at world size 2 (accelerate's prepared loader, whose
+    processes take whole batches in turn) and ends where the uninterrupted run ends. (A world-size-2 checkpoint
+    resumed in rung 1: test_fsdp.py; at another batch size: test_reliability.py.)"""
     flags = ["--task", "cancer", "--epochs", "3"]
     straight, _ = launch(1, tmp_path / "straight", data_dir, *flags)
-    launch(4, tmp_path / "four", data_dir, *flags, "--max-steps", 20)  # stops mid-epoch 2 (14 steps/epoch)
-    ckpt = sorted((tmp_path / "four" / "checkpoints").glob("step-*"))[-1]
-    assert ckpt.name == "step-00000020"
-    resumed, m = launch(1, tmp_path / "one", data_dir, *flags, "--resume", ckpt)
-    assert m["steps"] == 42 and max_abs_diff(resumed, straight) <= FP32_TOLERANCE
     launch(1, tmp_path / "one-b", data_dir, *flags, "--max-steps", 30)
     ckpt = sorted((tmp_path / "one-b" / "checkpoints").glob("step-*"))[-1]
     resumed, m = launch(6, tmp_path / "six", data_dir, *flags, "--resume", ckpt)
