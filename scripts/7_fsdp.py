@@ -25,11 +25,12 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from common import checkpoint, cli, data, metrics, models, preemption
 
 
-def gather_state(model, optimizer):
-    """The full (unsharded) model and optimizer state, gathered by every process: rank 0 gets CPU tensors, the
-    others empty dicts. Every rank must call it: rank 0 alone would wait for the others' shards forever."""
+def gather_state(model, optimizer=None):
+    """The full (unsharded) model state, and the optimizer's if given, gathered by every process: rank 0 gets CPU
+    tensors, the others empty dicts. Every rank must call it: rank 0 alone would wait for the others' shards."""
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_model_state_dict(model, options=options), get_optimizer_state_dict(model, optimizer, options=options)
+    return get_model_state_dict(model, options=options), (
+        get_optimizer_state_dict(model, optimizer, options=options) if optimizer is not None else None)
 
 
 def load_state(model, optimizer):
@@ -137,7 +138,7 @@ def main(args):
 
     # -- save --------------------------------------------------------------------------------------------
     results = None if stopping else evaluate()  # on a signal, exit before eval
-    model_state, _ = gather_state(model, optimizer)
+    model_state = None if stopping else gather_state(model)[0]  # the final weights; on a signal, exit at once
     dist.destroy_process_group()  # the last collective is behind us: from here on, rank 0 alone reports
     if not is_main:
         sys.exit(preempted.exit_code if stopping else 0)

@@ -47,7 +47,8 @@ def unwrap(model):
             return model
 
 
-def _bare_key(key):
+def bare_key(key):
+    """A tensor's name without the wrappers' prefixes (DDP / DataParallel `module.`, torch.compile `_orig_mod.`)."""
     for prefix in ("module.", "_orig_mod."):
         while key.startswith(prefix):
             key = key[len(prefix):]
@@ -97,7 +98,7 @@ def _sha256(path):
 def model_tensors(model):
     """The bare model's tensors; `model` may also be a state dict already gathered (FSDP's full state dict)."""
     state = model if isinstance(model, dict) else unwrap(model).state_dict()
-    return _cpu_tensors({_bare_key(k): v for k, v in state.items()})
+    return _cpu_tensors({bare_key(k): v for k, v in state.items()})
 
 
 def _by_index(sd):

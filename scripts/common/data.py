@@ -202,12 +202,12 @@ def start_at(data_loader, epoch, samples):
     last whole batch, at the start of the next epoch. A position that is not a whole number of this run's global
     batches is refused in one line. Works on the loaders of every rung: EpochShuffle's, DistributedSampler's, and
     accelerate's prepared loader, whose processes take whole batches in turn."""
-    batches, processes = data_loader.batch_sampler, 1
+    batches, in_turn = data_loader.batch_sampler, 1  # in_turn: processes that take whole batches in turn
     while not isinstance(batches, _Batches):  # accelerate's BatchSamplerShard around ours
-        processes = getattr(batches, "num_processes", 1) if not getattr(batches, "split_batches", True) else 1
+        in_turn = getattr(batches, "num_processes", 1) if not getattr(batches, "split_batches", True) else 1
         batches = batches.batch_sampler
-    processes *= getattr(batches.sampler, "num_replicas", 1)  # DistributedSampler: each process its share
-    global_batch = batches.batch_size * processes
+    replicas = getattr(batches.sampler, "num_replicas", 1)  # DistributedSampler: each process a share of a batch
+    global_batch = batches.batch_size * in_turn * replicas
     if samples % global_batch:
         raise UsageError(f"the checkpoint stopped {samples} samples into epoch {epoch}, which is not a whole number "
                          f"of this run's global batch of {global_batch} (--batch-size x processes): resume with a "
@@ -219,7 +219,7 @@ def start_at(data_loader, epoch, samples):
         data_loader.set_epoch(epoch)
     if hasattr(batches.sampler, "set_epoch"):
         batches.sampler.set_epoch(epoch)
-    batches.skip_next = batch * (processes // getattr(batches.sampler, "num_replicas", 1))
+    batches.skip_next = batch * in_turn  # batches of this process's loader to pass over
     return epoch, batch
 
 

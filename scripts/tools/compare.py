@@ -19,14 +19,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-PREFIXES = ("module.", "_orig_mod.")
-
-
-def bare(key):
-    """A parameter's name without the wrappers' prefixes (DDP / DataParallel / torch.compile, in any stack)."""
-    while key.startswith(PREFIXES):
-        key = key.split(".", 1)[1]
-    return key
+import ladder  # noqa: F401  (puts scripts/ on the path, for common)
+from common.checkpoint import bare_key
 
 
 def load_weights(path):
@@ -50,7 +44,7 @@ def load_weights(path):
         state = state.get("model", state.get("state_dict", state)) if isinstance(state, dict) else state
     if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
         raise ValueError(f"{str(path)!r} holds no state_dict of tensors")
-    return {bare(k): v for k, v in state.items()}, metrics
+    return {bare_key(k): v for k, v in state.items()}, metrics
 
 
 def compare(a, b):
