@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed-requirements
 TASK ?= digits
 ARGS ?=
 NPROC ?= 2
-PORT ?= 29500
+# The accelerate targets take the process count from their config unless NPROC is given (make accelerate-cpu NPROC=3).
+ACCELERATE_NPROC = $(if $(filter command line environment,$(origin NPROC)), --num_processes $(NPROC))
 # torchrun restarts over gloo failed or hung 5 times in 8 here unless workers stop sharing the rendezvous store.
 TORCHRUN := TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 $(VENV)/bin/torchrun
 # accelerate 1.15 launches one machine with torchrun's static rendezvous, whose store the workers always share
@@ -21,20 +22,23 @@ CHECK := $(PY) scripts/tools/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+.PHONY: help install lock demo test bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
 	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu fsdp-cpu clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 
-install: $(STAMP) ## make .venv and install requirements.txt (again only when requirements.txt changes)
+install: $(STAMP) ## make .venv and install requirements.txt + tests/requirements.txt (again when they change)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt tests/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -r tests/requirements.txt
 	@if $(PY) -m pip list 2>/dev/null | grep -qi '^nvidia-' && ! command -v nvidia-smi >/dev/null; then \
 	  echo "warning: CUDA packages were installed on a machine without a GPU"; fi
 	touch $@
+
+lock: install ## after changing a pin: rewrite the resolved sets of both requirements files from .venv
+	$(PY) scripts/tools/lock.py
 
 demo: install ## the main job: every rung on the default task, one summary table
 	$(PY) scripts/tools/demo.py -- --task $(TASK) $(ARGS)
@@ -76,8 +80,8 @@ ddp-amp-2gpu: install ## rung 5: DDP + bf16 autocast under torchrun, NPROC GPUs
 
 accelerate-2gpu: install ## rung 6: accelerate launch, 2 GPUs, bf16 (accelerate_configs/2gpu_bf16.yaml)
 	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/2gpu_bf16.yaml) --cpu-target "make accelerate-cpu"
-	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/2gpu_bf16.yaml) scripts/6_accelerate.py \
-		--task $(TASK) $(ARGS)
+	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/2gpu_bf16.yaml)$(ACCELERATE_NPROC) \
+		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 fsdp-2gpu: install ## rung 7: FSDP2 (fully_shard) under torchrun, NPROC GPUs
 	$(call need_gpus,$(NPROC),fsdp-cpu)
@@ -94,7 +98,7 @@ ddp-amp-cpu: install ## rung 5 on CPU: torchrun, NPROC processes, bf16 autocast
 
 accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gloo (CONFIG: cpu_2proc.yaml)
 	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml)
-	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) \
+	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml)$(ACCELERATE_NPROC) \
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 fsdp-cpu: install ## rung 7 on CPU: torchrun, NPROC processes over gloo, each holding half the model

@@ -16,30 +16,33 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from common import checkpoint, cli, data, metrics, models, preemption
+from common import checkpoint, cli, data, metrics, models, preemption, schedule
 
 
 def main(args):
     wall_start = time.perf_counter()
 
     # -- setup -------------------------------------------------------------------------------------------
+    accum = args.gradient_accumulation_steps  # micro-batches per optimizer step (1: no accumulation)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(args.seed)  # the same initial weights in every rung
     cli.check_writable(args.output_dir)
 
     # -- data --------------------------------------------------------------------------------------------
     train_ds, eval_ds, info = data.build(args)
-    train_loader = data.loader(train_ds, args.batch_size, shuffle=True, seed=args.seed, drop_last=True,
+    train_loader = data.loader(train_ds, args.batch_size * accum, shuffle=True, seed=args.seed, drop_last=True,
                                num_workers=args.num_workers, device=device)  # a new seeded order every epoch
     eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers, device=device)
-    batch_size = args.batch_size
+    batch_size = args.batch_size * accum  # one optimizer step's samples
 
     # -- model -------------------------------------------------------------------------------------------
     model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd, args.sync_bn).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps (make bench)
-    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, model, optimizer)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule.lr_lambda(args, len(train_loader)))
+    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, model, optimizer,
+                                              scheduler=scheduler)
     epoch, batch_in_epoch = data.start_at(train_loader, epoch, position)  # resuming: the next unseen batch
     print(f"{Path(__file__).stem}: {info.name}, {len(train_ds)} train samples, {device}, batch {batch_size}")
 
@@ -59,6 +62,7 @@ def main(args):
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, history = 0.0, 0, float("nan"), []
     preempted, stopping = preemption.Preemption(), False  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
+    tracker = metrics.Tracker(args, batch_size)  # writes on the main process only
     while epoch < args.epochs and step < args.max_steps and not stopping:
         loss_sum, loss_steps = torch.zeros((), device=device), 0
         epoch_start = time.perf_counter()
@@ -66,13 +70,18 @@ def main(args):
                           disable=not sys.stderr.isatty()):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
-            loss = F.cross_entropy(model(inputs), targets)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            step_loss = 0.0  # this batch's mean loss: its parts' losses / accum, summed on the device
+            for micro_inputs, micro_targets in zip(inputs.chunk(accum), targets.chunk(accum)):  # accum passes
+                loss = F.cross_entropy(model(micro_inputs), micro_targets)
+                (loss / accum).backward()  # .grad sums the parts: the whole batch's mean gradient
+                step_loss += loss.detach() / accum
             optimizer.step()
-            loss_sum += loss.detach()  # summed on the device: no host sync (.item()) per step
-            loss_steps += 1
             step += 1
+            tracker.log(step, step_loss, optimizer, model)  # --report-to tensorboard: loss, lr, grad norm
+            scheduler.step()  # the learning rate of the next step
+            loss_sum += step_loss  # summed on the device: no host sync (.item()) per step
+            loss_steps += 1
             batch_in_epoch += 1
             stopping = preempted.stop_now(step)  # every 10 steps: did any process get SIGTERM or Ctrl-C?
             if step >= args.max_steps or stopping:
@@ -85,7 +94,8 @@ def main(args):
                         "samples_per_second": loss_steps * batch_size / epoch_seconds})
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
-        checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch * batch_size, args.keep)
+        checkpoint.save(args.output_dir, model, optimizer, step, epoch, batch_in_epoch * batch_size,
+                        args.keep, scheduler=scheduler)
         print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
 
     # -- save --------------------------------------------------------------------------------------------
@@ -98,6 +108,7 @@ def main(args):
         **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device), "epochs": epoch,
         "model": models.name(model), "global_batch_size": batch_size, "steps": step,
         "train_loss": train_loss, "history": history, "wall_seconds": time.perf_counter() - wall_start,
+        "mixed_precision": args.mixed_precision, "gradient_accumulation_steps": accum, "lr_schedule": args.lr_schedule,
         **metrics.memory(model, optimizer),  # bytes per process: parameters, gradients, optimizer state
         **metrics.throughput(samples_seen, train_seconds, info, checkpoint.unwrap(model), device)})
     print(f"done: eval accuracy {results['eval_accuracy']:.4f}, eval loss {results['eval_loss']:.4f}, "

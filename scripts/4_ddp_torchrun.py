@@ -11,6 +11,7 @@ Launch:
 
 Next: 5_ddp_amp.py (guides/step-3-4.md explains every changed line).
 """
+import contextlib
 import os
 import sys
 import time
@@ -21,31 +22,34 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
 
-from common import checkpoint, cli, data, metrics, models, preemption
+from common import checkpoint, cli, data, metrics, models, preemption, schedule
 
 
+@record  # torchrun's failure summary then shows this worker's error, not "error_file: <N/A>"
 def main(args):
     wall_start = time.perf_counter()
 
     # -- setup -------------------------------------------------------------------------------------------
+    accum = args.gradient_accumulation_steps  # micro-batches per optimizer step (1: no accumulation)
     local_rank = int(os.environ["LOCAL_RANK"])  # set by torchrun: this process's device on this machine
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)  # before init: NCCL binds this process to its own GPU
     dist.init_process_group(timeout=args.dist_timeout)  # nccl/gloo; rank, world size and address from torchrun
     rank, world_size, is_main = dist.get_rank(), dist.get_world_size(), dist.get_rank() == 0  # rank 0 writes
-    device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(args.seed)  # the same initial weights in every rung
     cli.check_writable(args.output_dir)
 
     # -- data --------------------------------------------------------------------------------------------
     train_ds, eval_ds, info = data.build(args)
     sampler = torch.utils.data.DistributedSampler(train_ds, seed=args.seed, drop_last=True)  # each rank its share
-    train_loader = data.loader(train_ds, args.batch_size, sampler=sampler, drop_last=True,
+    train_loader = data.loader(train_ds, args.batch_size * accum, sampler=sampler, drop_last=True,
                                num_workers=args.num_workers, device=device)  # a new seeded order every epoch
     eval_ds = eval_ds.shard(num_shards=world_size, index=rank, contiguous=True)  # each rank its own slice
     eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers, device=device)
-    batch_size = args.batch_size * world_size  # the global batch: every rank's together
+    batch_size = args.batch_size * accum * world_size  # the global batch: every rank's together
 
     # -- model -------------------------------------------------------------------------------------------
     model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd, args.sync_bn).to(device)
@@ -56,7 +60,9 @@ def main(args):
         args.resume = "auto"  # every worker continues from the newest checkpoint
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps (make bench)
-    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer, is_main)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule.lr_lambda(args, len(train_loader)))
+    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer, is_main,
+                                              scheduler=scheduler)
     epoch, batch_in_epoch = data.start_at(train_loader, epoch, position)  # resuming: the next unseen batch
     if is_main:
         print(f"{Path(__file__).stem}: {info.name}, {len(train_ds)} train samples, {device}, batch {batch_size}")
@@ -79,6 +85,7 @@ def main(args):
     # -- loop --------------------------------------------------------------------------------------------
     train_seconds, samples_seen, train_loss, history = 0.0, 0, float("nan"), []
     preempted, stopping = preemption.Preemption(), False  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
+    tracker = metrics.Tracker(args, batch_size)  # writes on the main process only
     while epoch < args.epochs and step < args.max_steps and not stopping:
         sampler.set_epoch(epoch)  # the epoch's shuffled order, the same on every rank
         loss_sum, loss_steps = torch.zeros((), device=device), 0
@@ -87,13 +94,19 @@ def main(args):
                           disable=not (is_main and sys.stderr.isatty())):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
-            loss = F.cross_entropy(model(inputs), targets)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            step_loss = 0.0  # this batch's mean loss: its parts' losses / accum, summed on the device
+            for micro, (micro_inputs, micro_targets) in enumerate(zip(inputs.chunk(accum), targets.chunk(accum)), 1):
+                with model.no_sync() if micro < accum else contextlib.nullcontext():  # all-reduce on the last only
+                    loss = F.cross_entropy(model(micro_inputs), micro_targets)  # DDP reads no_sync in forward
+                (loss / accum).backward()  # .grad sums the parts: the whole batch's mean gradient
+                step_loss += loss.detach() / accum
             optimizer.step()
-            loss_sum += loss.detach()  # summed on the device: no host sync (.item()) per step
-            loss_steps += 1
             step += 1
+            tracker.log(step, step_loss, optimizer, model)  # --report-to tensorboard: loss, lr, grad norm
+            scheduler.step()  # the learning rate of the next step
+            loss_sum += step_loss  # summed on the device: no host sync (.item()) per step
+            loss_steps += 1
             batch_in_epoch += 1
             stopping = preempted.stop_now(step)  # every 10 steps: did any process get SIGTERM or Ctrl-C?
             if step >= args.max_steps or stopping:
@@ -108,7 +121,8 @@ def main(args):
         if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
             epoch, batch_in_epoch = epoch + 1, 0
         if is_main:
-            checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch * batch_size, args.keep)
+            checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch * batch_size,
+                            args.keep, scheduler=scheduler)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         dist.barrier()  # no rank runs ahead (or exits, or resumes) before rank 0's checkpoint is on disk
 
@@ -125,6 +139,7 @@ def main(args):
         **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device), "epochs": epoch,
         "model": models.name(model), "global_batch_size": batch_size, "steps": step,
         "train_loss": train_loss, "history": history, "wall_seconds": time.perf_counter() - wall_start,
+        "mixed_precision": args.mixed_precision, "gradient_accumulation_steps": accum, "lr_schedule": args.lr_schedule,
         **metrics.memory(model, optimizer),  # bytes per process: parameters, gradients, optimizer state
         "world_size": world_size, "per_device_batch_size": args.batch_size,
         **metrics.throughput(samples_seen, train_seconds, info, checkpoint.unwrap(model), device, world_size)})

@@ -46,3 +46,43 @@ def test_rungs_share_one_cli():
         text = rung.read_text()
         assert "cli.run(main, __doc__)" in text or "cli.run(spawn, __doc__)" in text, rung.name
         assert "add_argument(" not in text and "argparse" not in text, rung.name
+
+
+def _imports(paths):
+    """Top-level modules imported by `paths` that are installed distributions (not the standard library)."""
+    import ast
+    from importlib.metadata import packages_distributions
+
+    dists, found = packages_distributions(), {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in dists:
+                    found.setdefault(re.sub(r"[-_.]+", "-", dists[top][0]).lower(), path.relative_to(ROOT))
+    return found
+
+
+def test_requirements_pin_every_import_and_lock_the_virtualenv():
+    """Runtime and test requirements are split; every package a script imports directly is a pin of its own in
+    requirements.txt (with torch.utils.tensorboard's tensorboard), every test-only import one in
+    tests/requirements.txt; and both files together pin exactly what the virtualenv holds (the lock)."""
+    import sys
+
+    def direct(path):
+        head = path.read_text().split("# The rest of")[0]
+        return {re.sub(r"[-_.]+", "-", m).lower() for m in re.findall(r"^([A-Za-z0-9_.\-]+)==", head, re.M)}
+
+    runtime, tests = direct(ROOT / "requirements.txt"), direct(ROOT / "tests" / "requirements.txt")
+    dev_tools = {"bench.py", "bench_report.py", "plots.py", "lock.py"}  # make bench and make lock: test pins
+    used = _imports(p for p in (ROOT / "scripts").rglob("*.py") if p.name not in dev_tools)
+    assert set(used) <= runtime, {k: str(v) for k, v in used.items() if k not in runtime}
+    assert "tensorboard" in runtime and "pytest" in tests and "pytest" not in runtime
+    dev = [*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts" / "tools" / name for name in dev_tools)]
+    test_only = {k: v for k, v in _imports(dev).items() if k not in runtime}
+    assert set(test_only) <= tests, test_only
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "tools" / "lock.py"), "--check"],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -126,9 +126,10 @@ def _optimizer_tensors(optimizer):
     return _cpu_tensors(tensors), metadata
 
 
-def save(output_dir, model, optimizer, step, epoch, samples_in_epoch, keep=3, scaler=None):
+def save(output_dir, model, optimizer, step, epoch, samples_in_epoch, keep=3, scaler=None, scheduler=None):
     """Write checkpoint `step` atomically and keep the newest `keep`. Call on the main process only. `model` and
-    `optimizer` are the objects, or their full state dicts (gathered by every rank first, as FSDP needs).
+    `optimizer` are the objects, or their full state dicts (gathered by every rank first, as FSDP needs). The
+    fp16 GradScaler's and the LR scheduler's state dicts (numbers only) go into state.json.
     `samples_in_epoch` is the position in epoch `epoch`'s sample order: steps x global batch, so that a run at
     another batch size or world size can continue from it (data.start_at)."""
     root = Path(output_dir) / "checkpoints"
@@ -145,7 +146,7 @@ def save(output_dir, model, optimizer, step, epoch, samples_in_epoch, keep=3, sc
         files = {name: _sha256(tmp / name) for name in ("model.safetensors", "optimizer.safetensors")}
         state = {"format": FORMAT, "step": step, "epoch": epoch, "samples_in_epoch": samples_in_epoch,
                  "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
-                 "sha256": files}
+                 "scheduler": scheduler.state_dict() if scheduler is not None else None, "sha256": files}
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
         for name in (*files, "state.json"):
             _fsync(tmp / name)
@@ -246,7 +247,7 @@ def _check_fits(path, model, tensors):
                               f"--task/--model/--dataset it was trained with, or --resume none")
 
 
-def load(path, model, optimizer=None, device="cpu", scaler=None, load_state=None):
+def load(path, model, optimizer=None, device="cpu", scaler=None, load_state=None, scheduler=None):
     """Load a checkpoint into `model` (wrapped or not) and `optimizer`, onto `device`. Everything is verified
     before anything is changed: on a CheckpointError the model and optimizer are untouched. `load_state(model_sd,
     optimizer_sd)`, if given, loads the two full state dicts instead (FSDP: each rank keeps its shard); the
@@ -267,37 +268,56 @@ def load(path, model, optimizer=None, device="cpu", scaler=None, load_state=None
     for key, value in json.loads(metadata.get("scalars", "{}")).items():
         index, name = key.split(".", 1)
         per_param.setdefault(int(index), {})[name] = value
+    wanted = [{k: v for k, v in g.items() if k != "params"} for g in getattr(optimizer, "param_groups", [])]
     if load_state is not None:
         names = [name for name, _ in unwrap(model).named_parameters()]  # the optimizer's order: model.parameters()
         load_state(model_sd, {"state": {names[i]: value for i, value in per_param.items()},
                               "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in groups]})
-        if scaler is not None and state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
-        return state
-    unwrap(model).load_state_dict(model_sd)
+    else:
+        unwrap(model).load_state_dict(model_sd)
+        if optimizer is not None:
+            optimizer.load_state_dict({"state": per_param, "param_groups": groups})
     if optimizer is not None:
-        wanted = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
-        optimizer.load_state_dict({"state": per_param, "param_groups": groups})
-        state["flags_kept"] = _keep_flags(optimizer, wanted)
+        state["flags_kept"] = _keep_flags(optimizer, wanted, scheduler is not None)
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
+    if scheduler is not None:
+        _restore_schedule(scheduler, optimizer, state)
     return state
 
 
-def _keep_flags(optimizer, wanted):
+def _restore_schedule(scheduler, optimizer, state):
+    """Put a LambdaLR back at the checkpoint's step. Its learning rates are recomputed from the closed form
+    (--lr x factor(step)), so a changed --lr on resume applies from the next step, as _keep_flags says."""
+    saved = state.get("scheduler")  # LambdaLR's state_dict(): its step is all that the closed form needs
+    step = saved["last_epoch"] if isinstance(saved, dict) and type(saved.get("last_epoch")) is int else state["step"]
+    scheduler.last_epoch, scheduler._step_count = step, step + 1  # no scheduler saved: the optimizer's step
+    scheduler.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+    for group, base, factor in zip(optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
+        group["lr"] = base * factor(scheduler.last_epoch)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+
+def _keep_flags(optimizer, wanted, scheduled=False):
     """This run's hyper-parameters (--lr, --momentum, ...) win over the checkpoint's: load_state_dict brought back
-    the old ones with the momentum buffers. Returns what was put back, for the resume message."""
+    the old ones with the momentum buffers. Returns what was put back, for the resume message. Under a scheduler
+    the current "lr" is the schedule's, so its base ("initial_lr", which the scheduler set from --lr) is compared."""
     kept = []
     for group, mine in zip(optimizer.param_groups, wanted):
         for key, value in mine.items():
+            if scheduled and key == "lr":
+                continue
+            if key == "initial_lr" and key not in group:  # a checkpoint written without a scheduler
+                group[key] = value
             if key in group and group[key] != value and isinstance(value, (int, float)):
-                kept.append(f"{key} {value:g} (the checkpoint had {group[key]:g})")
+                name = "lr" if key == "initial_lr" else key
+                kept.append(f"{name} {value:g} (the checkpoint had {group[key]:g})")
                 group[key] = value
     return sorted(set(kept))
 
 
 def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None, log=print, device=None,
-           load_state=None):
+           load_state=None, scheduler=None):
     """Apply --resume (onto `device`, by default the one the model's parameters are on): "none" starts fresh
     (the main process removes old checkpoints in `output_dir`, so they cannot be mistaken for this run's),
     "auto" loads the newest valid checkpoint there (falling back past corrupt ones, and saying so), anything else
@@ -316,7 +336,7 @@ def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None,
         problems = []
         for path in candidates:
             try:
-                state = load(path, model, optimizer, device, scaler, load_state)
+                state = load(path, model, optimizer, device, scaler, load_state, scheduler)
             except CheckpointError as e:
                 problems.append(str(e))
                 if is_main:
@@ -326,7 +346,7 @@ def resume(resume_from, output_dir, model, optimizer, is_main=True, scaler=None,
                 log(f"resuming from {path} (epoch {state['epoch']}, step {state['step']})" + _kept(state))
             return state["epoch"], state["step"], state["samples_in_epoch"]
         raise CheckpointError(f"no usable checkpoint in {str(output_dir)!r} (newest: {problems[0]})")
-    state = load(resume_from, model, optimizer, device, scaler, load_state)
+    state = load(resume_from, model, optimizer, device, scaler, load_state, scheduler)
     if is_main:
         log(f"resuming from {resume_from} (epoch {state['epoch']}, step {state['step']})" + _kept(state))
     return state["epoch"], state["step"], state["samples_in_epoch"]

@@ -49,9 +49,16 @@ def parser(description=None):
     t.add_argument("--epochs", type=int, default=10, help="passes over the training set")
     t.add_argument("--max-steps", type=int, default=0, help="stop after this many optimizer steps (0: no limit)")
     t.add_argument("--batch-size", type=int, default=32,
-                   help="per device; the global batch is batch size x world size")
-    t.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
+                   help="per device and micro-batch; the global batch is batch size x accumulation steps x world size")
+    t.add_argument("--gradient-accumulation-steps", type=int, default=1,
+                   help="micro-batches of --batch-size per optimizer step: the same step, 1/N of the activation "
+                        "memory (the global batch is batch size x N x world size)")
+    t.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (the peak, with --lr-schedule cosine)")
     t.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    t.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
+                   help="the learning rate per optimizer step: constant, or cosine decay to 0 over the run "
+                        "(--epochs or --max-steps), after --warmup-steps")
+    t.add_argument("--warmup-steps", type=int, default=0, help="linear warm-up from 0 to --lr over these steps")
     t.add_argument("--seed", type=int, default=0, help="seeds the model init and every epoch's sample order")
     x = p.add_argument_group("distribution (each flag is used from the rung named in its help on)")
     x.add_argument("--nproc", type=int, default=0,
@@ -69,6 +76,9 @@ def parser(description=None):
                    help="none: start fresh (old checkpoints in --output-dir are removed); auto: the newest "
                         "valid checkpoint in --output-dir, if any; or a checkpoint directory")
     o.add_argument("--keep", type=int, default=3, help="how many of the newest checkpoints to keep")
+    o.add_argument("--report-to", default="none", choices=("none", "tensorboard"),
+                   help="per-step loss, lr, grad norm and samples/s from the main process: tensorboard writes "
+                        "<output-dir>/runs (tensorboard --logdir out); none (default) logs nothing per step")
     return p
 
 
@@ -92,11 +102,12 @@ def parse(description=None, argv=None):
             raise UsageError(f"{flag} is not used by {script}: {hint}")
     if args.output_dir is None:
         args.output_dir = os.path.join("out", Path(sys.argv[0]).stem)
-    for name in ("batch_size", "epochs", "keep", "block_size", "n_layer", "n_head", "n_embd", "image_size"):
+    for name in ("batch_size", "epochs", "keep", "block_size", "n_layer", "n_head", "n_embd", "image_size",
+                 "gradient_accumulation_steps"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
-    if args.max_steps < 0 or args.num_workers < 0:
-        raise UsageError("--max-steps and --num-workers must be 0 or more")
+    if args.max_steps < 0 or args.num_workers < 0 or args.warmup_steps < 0:
+        raise UsageError("--max-steps, --num-workers and --warmup-steps must be 0 or more")
     if not (math.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a positive number (got {args.lr:g})")
     if not (math.isfinite(args.momentum) and 0 <= args.momentum < 1):
@@ -126,6 +137,11 @@ def parse(description=None, argv=None):
         if not torch.cuda.is_available():  # before any process starts: mp.spawn's workers would each fail
             raise UsageError("--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out on a "
                              "CPU, where each process normalises over its own share of the batch")
+    args.amp_dtype = None  # --mixed-precision as the torch dtype that autocast and FSDP's policy take
+    if args.mixed_precision != "no":
+        import torch
+
+        args.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[args.mixed_precision]
     if args.n_embd % args.n_head:
         raise UsageError(f"--n-embd {args.n_embd} is not a multiple of --n-head {args.n_head}")
     if args.dataset is None and args.task not in TASKS:

@@ -3,6 +3,7 @@
 The metric modules ship in `metrics_modules/<name>/` and are loaded by path, so nothing asks the Hub (which is
 what `evaluate.load("accuracy")` does, and what fails on a machine without internet).
 """
+import atexit
 import json
 import os
 from pathlib import Path
@@ -103,3 +104,42 @@ def write_json(path, values):
         tmp.unlink(missing_ok=True)
         raise UsageError(f"could not write {str(path)!r} ({e.strerror or e}): free space or pass another "
                          f"--output-dir; the model and the last checkpoint are written") from None
+
+
+class Tracker:
+    """--report-to tensorboard: per optimizer step, the loss, learning rate, gradient norm and samples/s, written
+    by the main process to <output-dir>/runs with torch.utils.tensorboard (the writer accelerate's TensorBoardTracker
+    uses). --report-to none: log() returns at once, so the default run pays nothing (no host sync per step).
+
+    The one place in common/ that asks torch.distributed anything (besides preemption): which rank this is, so that
+    the same line in every rung writes once. The gradient norm is computed on every rank, because under FSDP it is
+    a collective (each rank holds a shard of the gradients)."""
+
+    def __init__(self, args, batch_size):
+        self.enabled, self.batch_size, self.writer = args.report_to == "tensorboard", batch_size, None
+        self.logdir, self.last = Path(args.output_dir) / "runs", None
+
+    def log(self, step, loss, optimizer, model):
+        import time
+
+        import torch
+
+        if not self.enabled:
+            return
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
+        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: every rank's shard
+        if torch.distributed.is_initialized() and torch.distributed.get_rank() != 0:
+            return
+        if self.writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(self.logdir)
+            atexit.register(self.writer.close)  # flushes the last events on any exit, a signal's included
+        now = time.perf_counter()
+        values = {"train/loss": float(loss), "train/lr": optimizer.param_groups[0]["lr"], "train/grad_norm": float(norm)}
+        if self.last is not None:
+            values["train/samples_per_second"] = self.batch_size / (now - self.last)
+        for tag, value in values.items():
+            self.writer.add_scalar(tag, value, step)
+        self.last = now
