@@ -60,3 +60,15 @@ def free_port():
 def accelerate(*extra, config="cpu_2proc", nproc=2):
     """`accelerate launch` with a saved config, on a free port; `extra` are more launch flags."""
     return command(6, nproc, launcher_flags=extra, config=config)[:-1]
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory, data_dir):
+    """Uninterrupted runs of test_reliability.TASK (cancer, 2 epochs, global batch 32) that faulted, resumed and
+    accumulated runs must end on: rung 1, and rung 4 under torchrun."""
+    from test_reliability import TASK, metrics_of, run, weights
+
+    root = tmp_path_factory.mktemp("reference")
+    run(1, root / "1", data_dir, *TASK)
+    run(4, root / "4", data_dir, *TASK)
+    return {1: weights(root / "1"), 4: weights(root / "4"), "metrics": metrics_of(root / "1")}

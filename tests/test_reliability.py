@@ -82,15 +82,6 @@ def metrics_of(out):
     return json.loads((Path(out) / "metrics.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, data_dir):
-    """Uninterrupted runs every faulted run must end on: rung 1, and rung 4 under torchrun."""
-    root = tmp_path_factory.mktemp("reference")
-    run(1, root / "1", data_dir, *TASK)
-    run(4, root / "4", data_dir, *TASK)
-    return {1: weights(root / "1"), 4: weights(root / "4"), "metrics": metrics_of(root / "1")}
-
-
 def test_a_killed_rank_restarts_and_ends_on_the_same_weights(tmp_path, data_dir, reference):
     """SIGKILL rank 1 mid-epoch 2 under torchrun --max-restarts=1: all workers restart, resume from the epoch-1
     checkpoint and end bitwise where the uninterrupted run ends. Five times, because restarts over gloo used to

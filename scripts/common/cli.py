@@ -346,4 +346,14 @@ def fail(message, rank=None):
         rank = os.environ.get("RANK")
     where = f" (rank {rank})" if rank is not None else ""
     print(f"error{where}: {message}", file=sys.stderr, flush=True)
+    error_file = os.environ.get("TORCHELASTIC_ERROR_FILE")  # under torchrun: what its failure summary shows
+    if error_file:  # this one line, instead of the traceback that @record wrote there for a real crash
+        import json
+        import time
+
+        try:
+            line = {"message": f"error{where}: {message}", "timestamp": int(time.time())}
+            Path(error_file).write_text(json.dumps(line))
+        except OSError:
+            pass
     sys.exit(2)

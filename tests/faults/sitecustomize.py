@@ -9,6 +9,7 @@ DDP_LADDER_FAULT="ACTION@STEP:RANK", fired once per DDP_LADDER_FAULT_MARKER file
     term-parent  SIGTERM the launcher only (Kubernetes signals PID 1); rungs 1-2 signal themselves
     int-group    SIGINT every process of the job: Ctrl-C in a terminal (the foreground process group)
     int-parent   SIGINT the launcher only
+    raise        raise a RuntimeError in the worker (a bug in the training code)
     stall        stop joining collectives (a hung rank): sleep far past any timeout. SIGTERM ends it at once, as
                  SIGKILL would end a rank stuck in C code, so the launcher's clean-up does not wait 30 s
 """
@@ -71,6 +72,8 @@ if os.environ.get("DDP_LADDER_FAULT"):
         elif _action in ("term-parent", "int-parent"):
             os.kill(os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid(),
                     signal.SIGTERM if _action.startswith("term") else signal.SIGINT)
+        elif _action == "raise":
+            raise RuntimeError(f"injected fault at step {_count}")
         elif _action == "stall":
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             time.sleep(600)

@@ -1,0 +1,132 @@
+"""What a user of a training template expects (issue 16): gradient accumulation, an LR schedule that resumes
+exactly, per-step TensorBoard tracking, the fp16 scaler across resume, and torchrun's failure summary."""
+import json
+import math
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from common import checkpoint, schedule
+from conftest import ROOT, SCRIPTS, accelerate, max_abs_diff, run_script
+from test_reliability import EXACT, TASK, metrics_of, run, weights
+
+FP32_TOLERANCE = 1e-5  # accumulation parity, as for every fp32 rung (measured: 8.9e-8)
+
+
+@pytest.mark.parametrize("rung", [4, 6], ids=["torchrun", "accelerate"])
+def test_gradient_accumulation_ends_on_rung1_weights(tmp_path, data_dir, reference, rung):
+    """2 processes x batch 8 x 2 micro-batches train on rung 1's batches of 32, step for step: DDP's no_sync (rung
+    4) and accelerate's accumulate() (rung 6) all-reduce once per step, and the summed micro-batch gradients are
+    the whole batch's."""
+    run(rung, tmp_path / "out", data_dir, *TASK, "--batch-size", 8, "--gradient-accumulation-steps", 2)
+    m = metrics_of(tmp_path / "out")
+    assert (m["world_size"], m["global_batch_size"], m["gradient_accumulation_steps"]) == (2, 32, 2)
+    assert m["steps"] == reference["metrics"]["steps"] == 28
+    assert abs(m["train_loss"] - reference["metrics"]["train_loss"]) < 1e-5
+    diff = max_abs_diff(weights(tmp_path / "out"), reference[1])
+    print(f"\nrung {rung}, 2 x 8 x 2 micro-batches vs rung 1 at 32: max |w - w_rung1| = {diff:.2e}")
+    assert diff <= FP32_TOLERANCE
+
+
+def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_every_step(tmp_path, data_dir):
+    """A cosine schedule with warm-up, SIGKILLed after its first checkpoint and resumed with --resume auto, ends on
+    the uninterrupted run's weights: the scheduler's step is in the checkpoint (JSON) and the rate is recomputed
+    from it. The uninterrupted run also writes TensorBoard events: loss, lr (the schedule's, step by step), grad
+    norm and samples/s."""
+    flags = [*TASK, "--lr-schedule", "cosine", "--warmup-steps", 5, "--lr", 0.1, "--seed", 5]
+    run(1, tmp_path / "whole", data_dir, *flags, "--report-to", "tensorboard")
+    killed = tmp_path / "killed"
+    run(1, killed, data_dir, *flags, fault="kill@20:0", marker=tmp_path / "marker", expect=-9)
+    state = json.loads((killed / "checkpoints" / "step-00000014" / "state.json").read_text())
+    assert state["scheduler"]["last_epoch"] == 14 and state["scheduler"]["base_lrs"] == [0.1]
+    stdout, _ = run(1, killed, data_dir, *flags, "--resume", "auto")
+    assert "resuming from" in stdout and "step 14)" in stdout
+    diff = max_abs_diff(weights(killed), weights(tmp_path / "whole"))
+    print(f"\ncosine, killed at step 20 and resumed from step 14: max |w - w_uninterrupted| = {diff:.2e}")
+    assert diff <= EXACT
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = list((tmp_path / "whole" / "runs").glob("events.out.tfevents.*"))
+    assert len(events) == 1
+    acc = EventAccumulator(str(events[0]))
+    acc.Reload()
+    assert {"train/loss", "train/lr", "train/grad_norm", "train/samples_per_second"} <= set(acc.Tags()["scalars"])
+    lrs = {e.step: e.value for e in acc.Scalars("train/lr")}
+    assert sorted(lrs) == list(range(1, 29))  # every optimizer step, numbered from 1
+    factor = schedule.lr_lambda(type("A", (), {"lr_schedule": "cosine", "warmup_steps": 5, "max_steps": 10 ** 9,
+                                               "epochs": 2})(), 14)
+    for step, lr in lrs.items():  # the rate step N trained with: factor(N - 1), warm-up from 0, then cosine to 0
+        assert math.isclose(lr, 0.1 * factor(step - 1), rel_tol=1e-6, abs_tol=1e-9), (step, lr)
+    assert lrs[6] == pytest.approx(0.1) and lrs[28] < 0.001
+    losses = [e.value for e in acc.Scalars("train/loss")]
+    assert len(losses) == 28 and all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
+    assert all(e.value > 0 for e in acc.Scalars("train/grad_norm"))
+
+
+def test_default_run_writes_no_events_and_the_scheduler_restores_a_changed_lr(tmp_path):
+    """--report-to none (the default) writes nothing; a resume with another --lr keeps the schedule's step and
+    applies the new peak from the next step, saying so (the checkpoint's rate is not silently kept)."""
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    args = type("A", (), {"lr_schedule": "cosine", "warmup_steps": 2, "max_steps": 10, "epochs": 1})()
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule.lr_lambda(args, 10))
+    for _ in range(4):
+        model(torch.ones(1, 3)).sum().backward()
+        opt.step()
+        sched.step()
+    checkpoint.save(tmp_path, model, opt, 4, 0, 4, scheduler=sched)
+    fresh = torch.nn.Linear(3, 2)
+    fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.2, momentum=0.9)  # the resumed run's --lr
+    fresh_sched = torch.optim.lr_scheduler.LambdaLR(fresh_opt, schedule.lr_lambda(args, 10))
+    logs = []
+    checkpoint.resume("auto", tmp_path, fresh, fresh_opt, scheduler=fresh_sched, log=logs.append)
+    assert fresh_sched.last_epoch == 4 and "lr 0.2 (the checkpoint had 0.1)" in logs[0]
+    assert fresh_opt.param_groups[0]["lr"] == pytest.approx(0.2 * schedule.lr_lambda(args, 10)(4))
+    assert not list(tmp_path.rglob("events.out.tfevents.*"))
+
+
+def test_fp16_scaler_state_survives_a_resume(tmp_path):
+    """The GradScaler's state (rung 5's, and rung 6's accelerator.scaler) is in every checkpoint and restored on
+    resume, so a resumed fp16 run keeps its loss scale instead of restarting from 65536. CPU tensors here: accelerate
+    makes no scaler on a CPU (it turns fp16 off there), so rung 6's end-to-end fp16 run needs a GPU."""
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16)
+    scaler.scale(torch.ones(()))  # the scale exists from the first scaled loss on
+    scaler.update(new_scale=1024.0)
+    scaler._growth_tracker = torch.full((), 7, dtype=torch.int32)
+    checkpoint.save(tmp_path, model, opt, 1, 0, 1, scaler=scaler)
+    restored = torch.amp.GradScaler("cpu")
+    checkpoint.resume("auto", tmp_path, model, opt, scaler=restored, log=lambda *_: None)
+    assert restored.get_scale() == 1024.0 and restored._get_growth_tracker() == 7
+    rung6 = (SCRIPTS / "6_accelerate.py").read_text()
+    assert "scaler = accelerator.scaler" in rung6  # the scaler that prepare() made, into resume and save:
+    assert re.search(r"checkpoint\.resume\([^)]*scaler", rung6) and re.search(r"checkpoint\.save\([^)]*scaler=scaler",
+                                                                             rung6)
+
+
+def test_accelerate_prepared_scheduler_steps_once_per_process(tmp_path):
+    """What AcceleratedScheduler does, shown by scripts/labs/accelerate_scheduler.py on 2 processes: a scheduler
+    passed through prepare() steps num_processes times per optimizer step (so a schedule built over optimizer steps
+    runs twice as fast), unless it was built over steps x num_processes. Rung 6 keeps its scheduler out of
+    prepare() and steps it once: the same rates as every other rung."""
+    proc = run_script("labs/accelerate_scheduler.py", launcher=accelerate())
+    rows = dict(re.findall(r"^(\w+): (.+)$", proc.stdout, re.M))
+    plain, prepared, scaled = (json.loads(rows[k]) for k in ("unprepared", "prepared", "prepared_scaled"))
+    assert rows["world_size"] == "2"
+    assert plain == scaled != prepared
+    assert prepared[:3] == plain[0:6:2][:3]  # prepared: the unprepared schedule, two steps at a time
+
+
+def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
+    """@record on main: a worker that raises puts its exception and traceback in torchrun's failure summary
+    (instead of error_file: <N/A>); bad input there is the worker's one error line, not a traceback."""
+    _, stderr = run(4, tmp_path / "out", data_dir, "--task", "cancer", "--max-steps", 3, fault="raise@2:1",
+                    marker=tmp_path / "marker", expect=1)
+    summary = stderr[stderr.index("Failures:") if "Failures:" in stderr else stderr.index("Root Cause"):]
+    assert "RuntimeError: injected fault at step 2" in summary and "<N/A>" not in summary.split("Root Cause")[1]
+    assert 'File "' in summary  # the worker's traceback, a real crash's
