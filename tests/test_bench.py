@@ -56,6 +56,15 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
     assert 0.45 <= sum(f["fsdp"].values()) / sum(f["ddp"].values()) <= 0.55
     reduce = s["scaling"]["allreduce_2_processes"]
     assert all(positive(v["seconds"]) and positive(v["bus_bandwidth_GBps"]) for v in reduce.values())
+    acc = s["accumulation"]["digits"]  # no_sync against an all-reduce per micro-step: the same gradients
+    assert positive(acc["no_sync_speedup"]) and acc["max_abs_grad_diff"] <= 1e-5 and "gpt" not in s["accumulation"]
+    peers = s["peers"]["rows"]  # quick: rung 4 (the scaling section's launch) and the two peers
+    assert set(peers) == {"4_ddp_torchrun", "lightning_fabric", "minimal_ddp_loop"}
+    for name, r in peers.items():  # cross-framework parity: every fp32 peer ends on rung 1's weights
+        assert positive(r["samples_per_second"]) and positive(r["launch_seconds"]), name
+        assert r["max_abs_weight_diff_vs_rung1"] <= 1e-5, name
+    assert max(r["vs_fastest"] for r in peers.values()) == 1.0
+    assert positive(s["peers"]["extras_cost"]["4_ddp_torchrun"]["step_time"])
     assert "skipped" in s["gpu"]  # no CUDA here
 
     assert result["summary"] and all(isinstance(r["measure"], str) and positive(r["value"]) and

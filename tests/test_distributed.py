@@ -27,22 +27,29 @@ def launch(rung, out, data_dir, *flags, per_device=16, **kw):
 
 
 
-# The same proof on digits (MLP, 1 epoch) is in the step guides' commands, run by tests/test_guides.py.
-@pytest.mark.parametrize("task_flags", [["--task", "cancer", "--epochs", "2"]], ids=["cancer-mlp"])
-def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, task_flags):
-    ref, ref_m = launch(1, tmp_path / "1", data_dir, *task_flags)
-    report = {}
-    for rung in (3, 4, 5, 6):  # rung 2 on a CPU is rung 1, bitwise (test_rungs_1_2.py)
+# The same proof on digits (MLP, 1 epoch) is in the step guides' commands, run by tests/test_guides.py. Rung 1
+# and rung 4 at 2 x 16 are the session's reference runs (conftest.reference: the same command, launched once).
+ACCUMULATE = ["--batch-size", 8, "--gradient-accumulation-steps", 2]  # 2 processes x 8 x 2 micro-batches = 32
+
+
+def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, reference):
+    """Same seed, same global batch: every fp32 rung ends on rung 1's weights. Rungs 5 (torchrun, no_sync) and 6
+    (accelerate, accumulate()) train with gradient accumulation: 2 processes x 8 x 2 micro-batches = rung 1's 32."""
+    task_flags = ["--task", "cancer", "--epochs", "2"]
+    ref, ref_m = reference[1], reference["metrics"]
+    report = {4: max_abs_diff(reference[4], ref)}
+    for rung in (3, 5, 6):  # rung 2 on a CPU is rung 1, bitwise (test_rungs_1_2.py)
         flags = [*task_flags, "--mixed-precision", "no"] if rung == 5 else task_flags
-        w, m = launch(rung, tmp_path / str(rung), data_dir, *flags)
+        w, m = launch(rung, tmp_path / str(rung), data_dir, *flags, *(ACCUMULATE if rung >= 5 else []))
         report[rung] = max_abs_diff(w, ref)
-        assert m.get("world_size", 1) == (1 if rung == 2 else 2), m  # the launch really got 2 ranks
+        assert m.get("world_size", 1) == 2, m  # the launch really got 2 ranks
         assert m["global_batch_size"] == ref_m["global_batch_size"] == 32
+        assert m["gradient_accumulation_steps"] == (2 if rung >= 5 else 1)
         assert m["steps"] == ref_m["steps"]
         assert m["eval_samples"] == ref_m["eval_samples"]  # every eval sample exactly once (114 / 360 on 2 ranks)
         assert m["eval_accuracy"] == ref_m["eval_accuracy"], (rung, m["eval_accuracy"], ref_m["eval_accuracy"])
         assert abs(m["train_loss"] - ref_m["train_loss"]) < 1e-5
-    print(f"\nparity {task_flags[1]}: max |w - w_rung1| per rung: {report}")
+    print(f"\nparity cancer (rungs 5-6 with 2 x 8 x 2 micro-batches): max |w - w_rung1| per rung: {report}")
     assert all(d <= FP32_TOLERANCE for d in report.values()), report
 
 

@@ -125,7 +125,7 @@ DELIVERY = {1: "term-parent", 2: "term-group", 3: "term-parent", 4: "term-group"
 
 # Rung 2 on a CPU is rung 1; rungs 4-5 share the loop and launcher (test_ctrl_c_... sends torchrun's workers
 # SIGINT to the whole job, the same handler and agreement); rung 1: test_ctrl_c_...[group-sigterm-...].
-@pytest.mark.parametrize("rung", [3, 6])
+@pytest.mark.parametrize("rung", [3])  # rung 6: Ctrl-C under accelerate launch, below (every process signalled)
 def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, reference, rung):
     out, marker = tmp_path / "out", tmp_path / "marker"
     flags = [*TASK, "--mixed-precision", "no"] if rung == 5 else TASK
@@ -167,7 +167,8 @@ def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refus
 @pytest.mark.parametrize("rung,fault,flags,signame,code", [
     (1, "term-group@17:0", ["--num-workers", 2], "SIGTERM", 143),  # Slurm signals every process, loader workers too
     (4, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on torchrun: SIGINT to the launcher and every worker
-], ids=["group-sigterm-with-loader-workers", "ctrl-c-torchrun"])
+    (6, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on accelerate launch (torchrun inside): the same, and it says 1
+], ids=["group-sigterm-with-loader-workers", "ctrl-c-torchrun", "ctrl-c-accelerate-launch"])
 def test_ctrl_c_and_group_signals_checkpoint_first(tmp_path, data_dir, reference, rung, fault, flags, signame, code):
     out = tmp_path / "out"
     proc = start(rung, out, data_dir, *TASK, *flags, fault=fault, marker=tmp_path / "marker")
@@ -260,6 +261,20 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
         proc = subprocess.run([sys.executable, SCRIPTS / script, *map(str, flags)], cwd=ROOT, capture_output=True,
                               text=True, env={**os.environ, **OFFLINE, "WORLD_SIZE": "2"})
         assert proc.returncode == 2 and "RANK" in one_error_line(proc.stderr), proc.stderr
+    # A manual env:// launch (no torchrun): a port in use, and WORLD_SIZE=2 with one rank started (it says what it
+    # waits for, then fails in one line after --dist-timeout instead of a DistStoreError traceback).
+    manual = {**os.environ, **OFFLINE, "MASTER_ADDR": "127.0.0.1", "RANK": "0", "LOCAL_RANK": "0",
+              "LOCAL_WORLD_SIZE": "1"}
+    with listening_socket() as s:
+        proc = subprocess.run([sys.executable, SCRIPTS / "4_ddp_torchrun.py", *map(str, flags)], cwd=ROOT,
+                              capture_output=True, text=True, env={**manual, "WORLD_SIZE": "1",
+                                                                   "MASTER_PORT": str(s.getsockname()[1])})
+        assert proc.returncode == 2 and f"port {s.getsockname()[1]} is in use" in one_error_line(proc.stderr)
+    proc = subprocess.run([sys.executable, SCRIPTS / "4_ddp_torchrun.py", *map(str, flags), "--dist-timeout", "2"],
+                          cwd=ROOT, capture_output=True, text=True,
+                          env={**manual, "WORLD_SIZE": "2", "MASTER_PORT": str(free_port())})
+    assert "waiting up to --dist-timeout 2 s for 2 processes" in proc.stdout
+    assert proc.returncode == 2 and "only 1 of 2 processes joined" in one_error_line(proc.stderr), proc.stderr
     assert not (tmp_path / "out" / "checkpoints").exists()
     # more processes than GPUs: rung 3's flags are checked before it spawns anything
     from common import cli
@@ -296,6 +311,8 @@ def test_launch_check_configs_and_ports(tmp_path):
         with pytest.raises(UsageError, match=message):
             check_config(str(tmp_path / name), None)
     check_config(str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"), None)
+    with pytest.raises(UsageError, match="main_process_ip is empty"):  # the two-machine files, unedited (accelerate
+        check_config(str(ROOT / "accelerate_configs" / "2machines_rank0.yaml"), None)  # itself stops in 3 s)
     with listening_socket() as s:
         with pytest.raises(UsageError, match="is in use"):
             check_port(s.getsockname()[1])
@@ -330,6 +347,7 @@ def test_dataset_on_one_node_only_fails_before_training(tmp_path, data_dir):
     # hold the rendezvous store and take it away on its way out (RendezvousConnectionError; seen once in 3).
     assert all("another rank exited" in line for line in rank0), results[0][1][-2000:]
     assert all(f'File "{SCRIPTS}' not in err for _, err in results)  # no traceback through the rungs
+    assert "traceback : error (rank 1): " in results[1][1]  # torchrun's summary: the worker's line (@record)
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 

@@ -76,11 +76,13 @@ def test_requirements_pin_every_import_and_lock_the_virtualenv():
         return {re.sub(r"[-_.]+", "-", m).lower() for m in re.findall(r"^([A-Za-z0-9_.\-]+)==", head, re.M)}
 
     runtime, tests = direct(ROOT / "requirements.txt"), direct(ROOT / "tests" / "requirements.txt")
-    dev_tools = {"bench.py", "bench_report.py", "plots.py", "lock.py"}  # make bench and make lock: test pins
-    used = _imports(p for p in (ROOT / "scripts").rglob("*.py") if p.name not in dev_tools)
+    tools = ROOT / "scripts" / "tools"  # make bench (its peers too) and make lock use the test pins
+    dev_tools = [tools / name for name in ("bench.py", "bench_report.py", "plots.py", "lock.py")]
+    dev_tools += list((tools / "peers").glob("*.py"))
+    used = _imports(p for p in (ROOT / "scripts").rglob("*.py") if p not in dev_tools)
     assert set(used) <= runtime, {k: str(v) for k, v in used.items() if k not in runtime}
     assert "tensorboard" in runtime and "pytest" in tests and "pytest" not in runtime
-    dev = [*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts" / "tools" / name for name in dev_tools)]
+    dev = [*(ROOT / "tests").rglob("*.py"), *dev_tools]
     test_only = {k: v for k, v in _imports(dev).items() if k not in runtime}
     assert set(test_only) <= tests, test_only
     check = subprocess.run([sys.executable, str(ROOT / "scripts" / "tools" / "lock.py"), "--check"],

@@ -218,6 +218,10 @@ def prepare_process(args, script):
                in env else "set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the launcher's environment")
         print(f"warning: restarts may fail or hang (over gloo: 5 times in 8 here) while workers share torchrun's "
               f"rendezvous store: {fix}")
+    if first and int(env.get("WORLD_SIZE", 1)) > 1 and "TORCHELASTIC_RUN_ID" not in env and "MASTER_PORT" in env:
+        print(f"waiting up to --dist-timeout {args.dist_timeout.total_seconds():g} s for {env['WORLD_SIZE']} processes "
+              f"at {env.get('MASTER_ADDR', '?')}:{env['MASTER_PORT']} (a manual env:// launch: start every RANK)",
+              flush=True)
     for signum in (signal.SIGTERM, signal.SIGINT):  # until the rung installs its own handler (preemption.py)
         signal.signal(signum, _forward_to_children)
     if env.get("RANK", "0") == "0":  # one process per job: the launcher's parent (rung 3) or rank 0
@@ -334,6 +338,20 @@ def distributed_problem(text, timeout):
         return (f"a collective waited more than --dist-timeout {timeout:g} s: another rank stopped joining "
                 f"collectives (it hangs, or skipped one that the others entered); if it is only slow (a large "
                 f"checkpoint, a long eval), raise --dist-timeout")
+    joined = re.search(r"waiting for clients\. (\d+)/(\d+) clients joined", text)
+    if joined:  # env:// rendezvous, rank 0's side: the other ranks never came
+        return (f"only {joined[1]} of {joined[2]} processes joined within --dist-timeout {timeout:g} s: start all "
+                f"{joined[2]} (RANK 0 to {int(joined[2]) - 1}, the same MASTER_ADDR:MASTER_PORT), or launch with "
+                f"torchrun, which starts them; WORLD_SIZE is the number of processes, not of machines")
+    if re.search(r"EADDRINUSE|address already in use", text):
+        port = re.search(r"port: (\d+)", text)
+        return (f"port {port[1] if port else os.environ.get('MASTER_PORT', '?')} is in use on this machine (another "
+                f"run, or one still exiting): set MASTER_PORT to a free port, or launch with torchrun --standalone, "
+                f"which picks one")
+    if re.search(r"(client socket|connect to).*(timed out|refused)|failed to connect", text, re.IGNORECASE):
+        return (f"could not reach rank 0 at {os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')} "
+                f"within --dist-timeout {timeout:g} s: start rank 0 (it listens there), check the address and "
+                f"that the port is open between the machines")
     if re.search(r"connection (closed|reset) by peer|broken pipe", text, re.IGNORECASE):
         return ("another rank exited, so a collective lost its peer: the cause is that rank's error above, or the "
                 "launcher's report of how it died (exitcode -9: killed, e.g. out of memory)")

@@ -64,15 +64,32 @@ class Bench:
         config = "1gpu" if self.cuda else "cpu_2proc"
         cmd = [*command(rung, nproc, launcher_flags=accelerate_flags if rung == 6 else (), config=config),
                "--output-dir", str(out), "--data-dir", self.data_dir, *map(str, args)]
+        return self._run(key, cmd, out, RUNGS[rung], timeout)
+
+    def launch_peer(self, name, nproc, args=(), timeout=600):
+        """Run scripts/tools/peers/<name>.py under torchrun, as launch() runs a rung."""
+        key = (name, nproc, tuple(map(str, args)), ())
+        if self.quick and key in self.done:
+            return self.done[key]
+        self.runs += 1
+        out = self.work / f"run-{self.runs:03d}-{name}"
+        launcher = command(4, nproc)[:-1]  # torchrun, as rung 4 is launched
+        cmd = [*launcher, str(ROOT / "scripts" / "tools" / "peers" / f"{name}.py"), "--output-dir", str(out),
+               "--data-dir", self.data_dir, *map(str, args)]
+        return self._run(key, cmd, out, name, timeout)
+
+    def _run(self, key, cmd, out, name, timeout):
+        started = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+        seconds = time.perf_counter() - started
         if proc.returncode != 0:
             lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
             ours = [line for line in lines if line.startswith(("error:", "error (rank"))]  # a rung's own line
             errors = [line for line in lines if "Error" in line and not line.startswith("torch.distributed.elastic")]
             why = (ours or errors[-1:] or lines[-1:] or ["(no output)"])[0][:400]
-            raise RuntimeError(f"{RUNGS[rung]} exited {proc.returncode}: {why} ({' '.join(cmd)})")
+            raise RuntimeError(f"{name} exited {proc.returncode}: {why} ({' '.join(cmd)})")
         result = json.loads((out / "metrics.json").read_text())
-        result["output_dir"] = str(out)
+        result["output_dir"], result["launch_seconds"] = str(out), seconds
         self.done[key] = result
         return result
 
@@ -280,6 +297,107 @@ def allreduce(b, sizes):
     return json.loads(result.read_text())
 
 
+def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats, result_path):
+    """Rung 4's accumulation loop on the task's model and first batches, timed with no_sync() on the first N-1
+    micro-batches (as the rungs do) and without it (an all-reduce after every micro-batch), alternated."""
+    import contextlib
+
+    import torch.distributed as dist
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    args = cli.parse(argv=["--task", task, "--data-dir", data_dir])
+    train_ds, _, info = data.build(args)
+    sampler = torch.utils.data.DistributedSampler(train_ds, seed=0, drop_last=True)
+    batch = next(iter(data.loader(train_ds, 16 * accum, sampler=sampler, drop_last=True)))
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(models.build(info))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(skip_sync):
+        optimizer.zero_grad(set_to_none=True)
+        for micro, (x, y) in enumerate(zip(batch["inputs"].chunk(accum), batch["labels"].chunk(accum)), 1):
+            with model.no_sync() if skip_sync and micro < accum else contextlib.nullcontext():
+                loss = F.cross_entropy(model(x), y)
+            (loss / accum).backward()
+        grads = torch.cat([q.grad.flatten() for q in model.parameters()])
+        optimizer.step()
+        return grads
+
+    gap = (step(True) - step(False)).abs().max().item()  # the same gradient either way (after a step apart)
+    times = {"no_sync": [], "every_micro_step": []}
+    for i in range(repeats + 2):
+        for name, skip in (("no_sync", True), ("every_micro_step", False)):
+            dist.barrier()
+            start = time.perf_counter()
+            for _ in range(5):
+                step(skip)
+            if i >= 2:
+                times[name].append((time.perf_counter() - start) / 5)
+    if rank == 0:
+        Path(result_path).write_text(json.dumps({k: statistics.median(v) for k, v in times.items()} | {
+            "spread": {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}, "gap": gap}))
+    dist.destroy_process_group()
+
+
+def accumulation(b):
+    """Gradient accumulation under DDP, 2 processes over gloo, 4 micro-batches of 16 per step: the rungs' no_sync()
+    on the first 3 against an all-reduce after every micro-batch (pytorch/pytorch#43201), seconds per step."""
+    import torch.multiprocessing as mp
+
+    if b.cuda:
+        return {"skipped": "measured on CPU only: one GPU cannot host two NCCL ranks"}
+    out = {"processes": 2, "micro_batches": 4, "micro_batch_size": 16}
+    for task in ("digits", "gpt")[:1 if b.quick else 2]:
+        result = b.work / f"accumulation-{task}.json"
+        mp.spawn(_accumulation_worker, args=(2, cli.free_port(), task, b.data_dir, 4, 1 if b.quick else 15,
+                                             str(result)), nprocs=2)
+        r = json.loads(result.read_text())
+        out[task] = {"seconds_per_step": {k: r[k] for k in ("no_sync", "every_micro_step")}, "spread": r["spread"],
+                     "no_sync_speedup": r["every_micro_step"] / r["no_sync"], "max_abs_grad_diff": r["gap"]}
+    return out
+
+
+def peers(b):
+    """What a user would pick instead, on the same model, data, seed and global batch (32), in one run: rung 4,
+    rung 6, the same training on Lightning Fabric, and a minimal DDP loop with none of the ladder's extras (no eval,
+    checkpoints, stop flag or loss all-reduce); 2 CPU processes over gloo, or world size 1 on a GPU. Each is
+    launched as its users launch it; the repeats alternate. Reports in-loop samples/s (epochs after the first),
+    whole-launch seconds, both against the fastest, the spread between repeats, and max |w - w_rung1|."""
+    nproc = 1 if b.cuda else 2
+    epochs = 2 if b.quick else 6
+    flags = ["--task", "digits", "--epochs", epochs, "--batch-size", 32 // nproc]
+    ref = b.launch(1, 1, ["--task", "digits", "--epochs", epochs, "--batch-size", 32])
+    contenders = {"4_ddp_torchrun": lambda: b.launch(4, nproc, flags),  # quick: the scaling section's launch
+                  "6_accelerate": lambda: b.launch(6, nproc, flags, accelerate_flags=["--mixed_precision", "no"]),
+                  "lightning_fabric": lambda: b.launch_peer("fabric_ddp", nproc, flags),
+                  "minimal_ddp_loop": lambda: b.launch_peer("minimal_ddp", nproc, flags)}
+    if b.quick:  # the machinery, in the fewest launches: rung 6 is launched at 2 processes by the tests
+        del contenders["6_accelerate"]
+    runs = {name: [] for name in contenders}
+    for _ in range(b.repeats):
+        for name, launch in contenders.items():
+            runs[name].append(launch())
+    rows = {}
+    for name, rs in runs.items():
+        per_run = [steady(r) for r in rs]
+        rows[name] = {"samples_per_second": statistics.median(per_run),
+                      "spread": (max(per_run) - min(per_run)) / statistics.median(per_run),
+                      "launch_seconds": statistics.median(r["launch_seconds"] for r in rs),
+                      "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], ref)}
+    fastest = max(r["samples_per_second"] for r in rows.values())
+    quickest = min(r["launch_seconds"] for r in rows.values())
+    for r in rows.values():
+        r["vs_fastest"] = r["samples_per_second"] / fastest
+        r["launch_vs_quickest"] = r["launch_seconds"] / quickest
+    minimal = rows["minimal_ddp_loop"]
+    return {"task": "digits", "model": "SmallCNN", "global_batch_size": 32, "world_size": nproc, "epochs": epochs,
+            "repeats": b.repeats, "rows": rows,
+            "extras_cost": {name: {"step_time": minimal["samples_per_second"] / rows[name]["samples_per_second"],
+                                   "launch_time": rows[name]["launch_seconds"] / minimal["launch_seconds"]}
+                            for name in ("4_ddp_torchrun", "6_accelerate") if name in rows}}
+
+
 def scaling(b):
     """2 processes x (cores/2) threads (rung 4) vs 1 process x all cores (rung 1), same global batch; and FSDP
     (rung 7) against DDP (rung 4) at 2 processes: step time, and bytes per process."""
@@ -452,7 +570,8 @@ def gpu(b):
 
 
 SECTIONS = {"overhead": overhead, "input_pipeline": input_pipeline, "scaling": scaling,
-            "mixed_precision": mixed_precision, "checkpoint": checkpoints, "gpu": gpu}
+            "accumulation": accumulation, "peers": peers, "mixed_precision": mixed_precision,
+            "checkpoint": checkpoints, "gpu": gpu}
 
 
 def machine(device):

@@ -44,6 +44,17 @@ def summary(sections):
                 add(f"bytes per process (parameters + gradients + optimizer), FSDP / DDP ({task})",
                     sum(mem["fsdp"].values()) / sum(mem["ddp"].values()), 0.55)
     for task in ("digits", "gpt"):
+        if task in s.get("accumulation", {}):
+            add(f"gradient accumulation, 4 micro-batches: all-reduce each / no_sync step time ({task})",
+                s["accumulation"][task]["no_sync_speedup"], 1.0, higher_is_better=True)
+    if "rows" in s.get("peers", {}):
+        peer = s["peers"]["rows"]
+        for name in (n for n in ("4_ddp_torchrun", "6_accelerate") if n in peer):
+            add(f"peers: samples/s, {name} / fastest peer (spread {max(r['spread'] for r in peer.values()):.0%})",
+                peer[name]["vs_fastest"])
+        add("peers: every fp32 peer ends on rung 1's weights (max |w - w_rung1|)",
+            max(r["max_abs_weight_diff_vs_rung1"] for r in peer.values()), 1e-5)
+    for task in ("digits", "gpt"):
         if task in s.get("mixed_precision", {}):
             m = s["mixed_precision"][task]
             add(f"bf16 / fp32 speed-up ({task}, rung 5)", m["bf16_speedup_vs_fp32"])
@@ -162,6 +173,37 @@ def markdown(results, img):
                       _table(["bytes", "seconds", "bus bandwidth GB/s"],
                              [(v["bytes"], v["seconds"], v["bus_bandwidth_GBps"])
                               for v in sorted(c["allreduce_2_processes"].values(), key=lambda v: v["bytes"])]), ""]
+        if "digits" in s.get("accumulation", {}):
+            a = s["accumulation"]
+            parts += [f"### Gradient accumulation under DDP: {a['processes']} processes, {a['micro_batches']} "
+                      f"micro-batches of {a['micro_batch_size']} per step", "",
+                      "The rungs skip DDP's all-reduce on all but the last micro-batch (`model.no_sync()`; "
+                      "accelerate's `accumulate()`); without it every micro-batch's backward all-reduces "
+                      "(pytorch/pytorch#43201). Same gradients either way; seconds per optimizer step:", "",
+                      _table(["task", "no_sync s/step", "all-reduce every micro-step s/step", "speed-up",
+                              "max abs gradient diff", "spread (no_sync, every)"],
+                             [(t, a[t]["seconds_per_step"]["no_sync"], a[t]["seconds_per_step"]["every_micro_step"],
+                               a[t]["no_sync_speedup"], a[t]["max_abs_grad_diff"],
+                               f"{a[t]['spread']['no_sync']:.0%}, {a[t]['spread']['every_micro_step']:.0%}")
+                              for t in ("digits", "gpt") if t in a]), ""]
+        if "rows" in s.get("peers", {}):
+            pe = s["peers"]
+            parts += [f"### Peers: what a user would pick instead ({pe['task']}, {pe['model']}, global batch "
+                      f"{pe['global_batch_size']}, {pe['world_size']} process(es), {pe['epochs']} epochs x "
+                      f"{pe['repeats']} repeats, alternated)", "",
+                      "Each launched as its users launch it (torchrun, or accelerate launch); the peers read batches "
+                      "through the same loader as the rungs, so the rows compare training loops. In-loop samples/s "
+                      "leaves out the first epoch; launch seconds are everything a user waits for (start-up, data, "
+                      "eval, checkpoints). Spread: (max - min) / median over the repeats of one contender.", "",
+                      _table(["contender", "samples/s", "vs fastest", "spread", "launch s", "launch vs quickest",
+                              "max abs weight diff vs rung 1"],
+                             [(k, v["samples_per_second"], v["vs_fastest"], f"{v['spread']:.0%}", v["launch_seconds"],
+                               v["launch_vs_quickest"], v["max_abs_weight_diff_vs_rung1"])
+                              for k, v in pe["rows"].items()]), "",
+                      "The ladder's extras (eval, per-epoch checkpoints, the stop flag, the loss all-reduce) against "
+                      "the minimal loop, as ratios of step time and of launch time:", "",
+                      _table(["rung", "step time / minimal", "launch time / minimal"],
+                             [(k, v["step_time"], v["launch_time"]) for k, v in pe["extras_cost"].items()]), ""]
         if s.get("mixed_precision"):
             m = s["mixed_precision"]
             rows = [(t, p, m[t]["samples_per_second"][p], m[t]["samples_per_second"][p] / m[t]["samples_per_second"]

@@ -63,6 +63,9 @@ def check_config(path, cpu_target):
     if kind == "FSDP" and not gpus():
         raise UsageError(f"accelerate config {path!r} is FSDP, which accelerate on a CPU silently trains as plain "
                          f"DDP: run make fsdp-cpu (scripts/7_fsdp.py, FSDP2 over gloo) instead")
+    if config.num_machines > 1 and not str(getattr(config, "main_process_ip", "") or "").strip():
+        raise UsageError(f"accelerate config {path!r} spans {config.num_machines} machines and main_process_ip is "
+                         f"empty: set it to machine 0's address (the same in every machine's file)")
     processes = config.num_processes // max(1, config.num_machines)
     if kind != "NO" and not config.use_cpu:
         found = gpus()
@@ -72,7 +75,7 @@ def check_config(path, cpu_target):
 
 
 def check_port(port):
-    cli.free_port(port, "pass PORT=<a free port> to make, or stop what holds it")
+    cli.free_port(port, "pass another port, or stop what holds it")
 
 
 def main():
