@@ -113,3 +113,17 @@ def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
     summary = stderr[stderr.index("Failures:") if "Failures:" in stderr else stderr.index("Root Cause"):]
     assert "RuntimeError: injected fault at step 2" in summary and "<N/A>" not in summary.split("Root Cause")[1]
     assert 'File "' in summary  # the worker's traceback, a real crash's
+
+
+def test_rung6_process_caches_accelerates_per_step_package_lookup():
+    """AcceleratedOptimizer.step() asks importlib twice per step whether lomo_optim is installed (88 us a step,
+    measured); rung 6's process preparation caches the answer, which changes nothing else."""
+    import accelerate.optimizer
+
+    from common import cli
+
+    cli.cache_accelerate_lookups()
+    cli.cache_accelerate_lookups()  # twice: still one cache, not a cache of a cache
+    lookup = accelerate.optimizer.is_lomo_available
+    assert lookup.cache_info() and not hasattr(lookup.__wrapped__, "cache_info")
+    assert not lookup()  # not installed here, as before

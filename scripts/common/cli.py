@@ -202,6 +202,7 @@ def prepare_process(args, script):
         # Started here, Accelerator() in the rung joins this state. cpu=True: without it, a CPU launch of N
         # processes trains N unconnected copies (measured); timeout: --dist-timeout, as in rungs 3-5.
         PartialState(cpu=not torch.cuda.is_available(), timeout=args.dist_timeout)
+        cache_accelerate_lookups()
     if not torch.cuda.is_available():  # N processes on one machine share its cores: 1 thread each on 2 cores
         procs = int(env.get("LOCAL_WORLD_SIZE") or 0) or (args.nproc if script.startswith("3") else 1)
         threads = int(env.get("OMP_NUM_THREADS") or 0) or max(1, (os.cpu_count() or 1) // procs)
@@ -226,6 +227,19 @@ def prepare_process(args, script):
         signal.signal(signum, _forward_to_children)
     if env.get("RANK", "0") == "0":  # one process per job: the launcher's parent (rung 3) or rank 0
         lock_output_dir(args.output_dir)
+
+
+def cache_accelerate_lookups():
+    """accelerate 1.15's AcceleratedOptimizer.step() asks importlib, twice per step, whether the lomo_optim package
+    is installed: 110 us a step here, 22 us with the answer cached (scripts/tools/bench.py's per-step costs; the
+    digits CNN's whole step is 2 ms). What is installed does not change during a run, so the answer is cached."""
+    import functools
+
+    import accelerate.optimizer
+
+    lookup = getattr(accelerate.optimizer, "is_lomo_available", None)
+    if lookup is not None and not hasattr(lookup, "cache_info"):
+        accelerate.optimizer.is_lomo_available = functools.cache(lookup)
 
 
 def lock_output_dir(output_dir):

@@ -187,6 +187,7 @@ def per_step_costs(b):
     dist.init_process_group("nccl" if b.cuda else "gloo", init_method=f"file://{b.work / 'pg-store'}", rank=0,
                             world_size=1)
     accelerator = Accelerator(cpu=not b.cuda)  # no launcher: one process, and accelerate does not wrap in DDP
+    cli.cache_accelerate_lookups()  # as rung 6 runs it (common/cli.prepare_process)
 
     def variant(kind):
         torch.manual_seed(0)
@@ -314,17 +315,19 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
     model = torch.nn.parallel.DistributedDataParallel(models.build(info))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
-    def step(skip_sync):
+    def accumulate(skip_sync):
         optimizer.zero_grad(set_to_none=True)
         for micro, (x, y) in enumerate(zip(batch["inputs"].chunk(accum), batch["labels"].chunk(accum)), 1):
             with model.no_sync() if skip_sync and micro < accum else contextlib.nullcontext():
                 loss = F.cross_entropy(model(x), y)
             (loss / accum).backward()
-        grads = torch.cat([q.grad.flatten() for q in model.parameters()])
-        optimizer.step()
-        return grads
+        return torch.cat([q.grad.flatten() for q in model.parameters()])
 
-    gap = (step(True) - step(False)).abs().max().item()  # the same gradient either way (after a step apart)
+    def step(skip_sync):
+        accumulate(skip_sync)
+        optimizer.step()
+
+    gap = (accumulate(True) - accumulate(False)).abs().max().item()  # the same weights: the same gradient
     times = {"no_sync": [], "every_micro_step": []}
     for i in range(repeats + 2):
         for name, skip in (("no_sync", True), ("every_micro_step", False)):
@@ -365,7 +368,7 @@ def peers(b):
     launched as its users launch it; the repeats alternate. Reports in-loop samples/s (epochs after the first),
     whole-launch seconds, both against the fastest, the spread between repeats, and max |w - w_rung1|."""
     nproc = 1 if b.cuda else 2
-    epochs = 2 if b.quick else 6
+    epochs = 2 if b.quick else 16  # digits epochs are short (44 steps): 15 of them per run steady the medians
     flags = ["--task", "digits", "--epochs", epochs, "--batch-size", 32 // nproc]
     ref = b.launch(1, 1, ["--task", "digits", "--epochs", epochs, "--batch-size", 32])
     contenders = {"4_ddp_torchrun": lambda: b.launch(4, nproc, flags),  # quick: the scaling section's launch
