@@ -34,11 +34,11 @@ def rates(accelerator, scale, prepare):
                               "epochs": 1})()
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule.lr_lambda(args, STEPS * scale))
     if prepare:
-        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+        optimizer, scheduler = accelerator.prepare(optimizer, scheduler)  # the model needs no DDP here
     out = []
     for _ in range(6):
         out.append(round(optimizer.param_groups[0]["lr"], 6))
-        model(torch.ones(1, 2, device=accelerator.device)).sum().backward()
+        model(torch.ones(1, 2)).sum().backward()
         optimizer.step()
         scheduler.step()  # noqa: DDL111 (one step per optimizer step; doctor sees no batch loop here)
         optimizer.zero_grad()
@@ -54,6 +54,7 @@ def main():
         print(f"world_size: {n}")
         for name, values in results.items():
             print(f"{name}: {json.dumps(values)}")
+    accelerator.wait_for_everyone()
     accelerator.end_training()
 
 
