@@ -166,9 +166,10 @@ def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refus
 
 @pytest.mark.parametrize("rung,fault,flags,signame,code", [
     (1, "term-group@17:0", ["--num-workers", 2], "SIGTERM", 143),  # Slurm signals every process, loader workers too
+    (1, "int-parent@17:0", [], "SIGINT", 130),  # Ctrl-C on the plain script: no KeyboardInterrupt, a checkpoint
     (4, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on torchrun: SIGINT to the launcher and every worker
     (6, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on accelerate launch (torchrun inside): the same, and it says 1
-], ids=["group-sigterm-with-loader-workers", "ctrl-c-torchrun", "ctrl-c-accelerate-launch"])
+], ids=["group-sigterm-with-loader-workers", "ctrl-c-rung1", "ctrl-c-torchrun", "ctrl-c-accelerate-launch"])
 def test_ctrl_c_and_group_signals_checkpoint_first(tmp_path, data_dir, reference, rung, fault, flags, signame, code):
     out = tmp_path / "out"
     proc = start(rung, out, data_dir, *TASK, *flags, fault=fault, marker=tmp_path / "marker")

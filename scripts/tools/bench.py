@@ -52,6 +52,7 @@ class Bench:
         self.runs, self.done = 0, {}
         self.gpu_runs = [r for r in opts.gpu_runs.split(",") if r]
         self.previous = {}  # the sections of an earlier call with the same results file
+        self.failures = []  # launches that failed once (and were run again): kept in the results
 
     def launch(self, rung, nproc=1, args=(), accelerate_flags=(), timeout=600):
         """Run rung `rung` on `nproc` processes with `args`; returns its metrics.json plus its output dir. A quick
@@ -79,15 +80,26 @@ class Bench:
         return self._run(key, cmd, out, name, timeout)
 
     def _run(self, key, cmd, out, name, timeout):
-        started = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
-        seconds = time.perf_counter() - started
-        if proc.returncode != 0:
+        """Run one launch. A launch that fails is run once more and the failure is kept in the results
+        (`launch_failures`: the command and the worker's own lines), so a rare crash is measured, not hidden; a
+        second failure fails the section."""
+        for attempt in (1, 2):
+            shutil.rmtree(out, ignore_errors=True)
+            started = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+            seconds = time.perf_counter() - started
+            if proc.returncode == 0:
+                break
             lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
             ours = [line for line in lines if line.startswith(("error:", "error (rank"))]  # a rung's own line
-            errors = [line for line in lines if "Error" in line and not line.startswith("torch.distributed.elastic")]
-            why = (ours or errors[-1:] or lines[-1:] or ["(no output)"])[0][:400]
-            raise RuntimeError(f"{name} exited {proc.returncode}: {why} ({' '.join(cmd)})")
+            crash = [line for line in lines if ("Error" in line or "terminate called" in line or "Fatal" in line)
+                     and "ChildFailedError" not in line and not line.startswith("torch.distributed.elastic")]
+            why = (ours or crash[-1:] or lines[-1:] or ["(no output)"])[0][:400]
+            self.failures.append({"launch": name, "exit_code": proc.returncode, "why": why, "attempt": attempt,
+                                  "tail": lines[-25:]})
+            print(f"bench: {name} exited {proc.returncode} (attempt {attempt}): {why}", file=sys.stderr)
+            if attempt == 2:
+                raise RuntimeError(f"{name} exited {proc.returncode}: {why} ({' '.join(cmd)})")
         result = json.loads((out / "metrics.json").read_text())
         result["output_dir"], result["launch_seconds"] = str(out), seconds
         self.done[key] = result
@@ -629,7 +641,7 @@ def main():
                 print(f"bench: {name} FAILED: {e}", file=sys.stderr)
             print(f"bench: {name} done in {time.perf_counter() - start:.0f} s", flush=True)
             result.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                          sections=sections, seconds=earlier + time.perf_counter() - started,
+                          launch_failures=b.failures, sections=sections, seconds=earlier + time.perf_counter() - started,
                           summary=summary(sections))
             metrics.write_json(path, result)  # after every section: a run cut short keeps what it measured
     finally:

@@ -126,6 +126,9 @@ def markdown(results, img):
         if result.get("note"):
             parts += [f"*{result['note']}.*", ""]
         parts += [summary_table(result), ""]
+        for f in result.get("launch_failures", []):  # run again and measured; kept so a rare crash is seen
+            parts += [f"*A launch of {f['launch']} failed once (exit {f['exit_code']}: `{f['why']}`) and was run "
+                      f"again; its tail is in bench/results-{result['machine']['device']}.json.*", ""]
         if "rungs" in s.get("overhead", {}):
             o = s["overhead"]
             parts += [f"### Scaffolding overhead: every rung at world size 1 ({o['task']}, {o['model']}, batch "
