@@ -120,12 +120,12 @@ class Tracker:
         self.logdir, self.last = Path(args.output_dir) / "runs", None
 
     def log(self, step, loss, optimizer, model):
+        if not self.enabled:  # first: the default run pays one attribute read per step, nothing else
+            return
         import time
 
         import torch
 
-        if not self.enabled:
-            return
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
         norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: every rank's shard
