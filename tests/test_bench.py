@@ -75,3 +75,41 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         assert f"(img/{png})" in page
         with Image.open(tmp_path / "img" / png) as image:
             assert image.format == "PNG" and image.width == 960 and image.height >= 270
+
+
+def _abort_once(rank, world_size, port, marker, result_path):
+    """A worker that dies as the CI one did (SIGABRT) on its first launch and succeeds on the second."""
+    from pathlib import Path
+
+    if not Path(marker).exists():
+        if rank == 1:
+            Path(marker).touch()
+            os.abort()
+        return
+    if rank == 0:
+        Path(result_path).write_text(json.dumps({"port": port}))
+
+
+def test_a_spawned_section_that_aborts_once_is_run_again_and_the_failure_kept(tmp_path):
+    b = bench.Bench.__new__(bench.Bench)
+    b.failures = []
+    result = b.spawn("abort-once", _abort_once, (str(tmp_path / "marker"),), tmp_path / "r.json")
+    assert positive(result["port"])
+    assert len(b.failures) == 1 and b.failures[0]["launch"] == "abort-once" and b.failures[0]["attempt"] == 1
+    assert "SIGABRT" in b.failures[0]["why"]
+
+
+def _always_raise(rank, world_size, port, result_path):
+    raise ValueError("worker broke")
+
+
+def test_a_spawned_section_that_fails_twice_fails_with_one_line(tmp_path):
+    b = bench.Bench.__new__(bench.Bench)
+    b.failures = []
+    try:
+        b.spawn("broken", _always_raise, (), tmp_path / "r.json")
+    except RuntimeError as e:
+        assert "broken failed twice" in str(e) and "worker broke" in str(e)
+    else:
+        raise AssertionError("a worker that always fails passed")
+    assert [f["attempt"] for f in b.failures] == [1, 2]

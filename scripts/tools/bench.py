@@ -105,6 +105,26 @@ class Bench:
         self.done[key] = result
         return result
 
+    def spawn(self, name, worker, args, result):
+        """mp.spawn `worker` on 2 processes (a fresh port each time) and read the JSON it leaves at `result`, with
+        launch()'s policy: a failure (seen once in CI: a worker aborted, "terminate called without an active
+        exception") is kept in `launch_failures` and run once more; a second one fails the section."""
+        import torch.multiprocessing as mp
+        from torch.multiprocessing.spawn import ProcessException
+
+        for attempt in (1, 2):
+            Path(result).unlink(missing_ok=True)
+            try:
+                mp.spawn(worker, args=(2, cli.free_port(), *args, str(result)), nprocs=2)
+                return json.loads(Path(result).read_text())
+            except (ProcessException, OSError, ValueError) as e:
+                why = str(e).strip().splitlines()[-1][:400] if str(e).strip() else type(e).__name__
+                self.failures.append({"launch": name, "exit_code": getattr(e, "exit_code", None), "why": why,
+                                      "attempt": attempt, "tail": []})
+                print(f"bench: {name} failed (attempt {attempt}): {why}", file=sys.stderr)
+                if attempt == 2:
+                    raise RuntimeError(f"{name} failed twice: {why}") from None
+
 
     def sync(self):
         if self.cuda:
@@ -297,17 +317,14 @@ def _allreduce_worker(rank, world_size, port, sizes, repeats, result_path):
                                "bus_bandwidth_GBps": 2 * (world_size - 1) / world_size * size / seconds / 1e9}
     if rank == 0:
         Path(result_path).write_text(json.dumps(results))
+    dist.barrier()
     dist.destroy_process_group()
 
 
 def allreduce(b, sizes):
     """gloo all_reduce of float32 tensors of `sizes` elements between 2 processes: seconds and bus bandwidth."""
-    import torch.multiprocessing as mp
-
-    result = b.work / "allreduce.json"
-    mp.spawn(_allreduce_worker, args=(2, cli.free_port(), sorted(set(sizes)), 5 if b.quick else 30, str(result)),
-             nprocs=2)
-    return json.loads(result.read_text())
+    return b.spawn("allreduce", _allreduce_worker, (sorted(set(sizes)), 5 if b.quick else 30),
+                   b.work / "allreduce.json")
 
 
 def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats, result_path):
@@ -352,22 +369,20 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
     if rank == 0:
         Path(result_path).write_text(json.dumps({k: statistics.median(v) for k, v in times.items()} | {
             "spread": {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}, "gap": gap}))
+    dist.barrier()  # as the rungs end: no rank tears down while another is still at work
+    del model, optimizer  # DDP's reducer holds the group: free it while the interpreter is fully alive
     dist.destroy_process_group()
 
 
 def accumulation(b):
     """Gradient accumulation under DDP, 2 processes over gloo, 4 micro-batches of 16 per step: the rungs' no_sync()
     on the first 3 against an all-reduce after every micro-batch (pytorch/pytorch#43201), seconds per step."""
-    import torch.multiprocessing as mp
-
     if b.cuda:
         return {"skipped": "measured on CPU only: one GPU cannot host two NCCL ranks"}
     out = {"processes": 2, "micro_batches": 4, "micro_batch_size": 16}
     for task in ("digits", "gpt")[:1 if b.quick else 2]:
-        result = b.work / f"accumulation-{task}.json"
-        mp.spawn(_accumulation_worker, args=(2, cli.free_port(), task, b.data_dir, 4, 1 if b.quick else 15,
-                                             str(result)), nprocs=2)
-        r = json.loads(result.read_text())
+        r = b.spawn(f"accumulation-{task}", _accumulation_worker, (task, b.data_dir, 4, 1 if b.quick else 15),
+                    b.work / f"accumulation-{task}.json")
         out[task] = {"seconds_per_step": {k: r[k] for k in ("no_sync", "every_micro_step")}, "spread": r["spread"],
                      "no_sync_speedup": r["every_micro_step"] / r["no_sync"], "max_abs_grad_diff": r["gap"]}
     return out
