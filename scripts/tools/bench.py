@@ -95,11 +95,7 @@ class Bench:
             crash = [line for line in lines if ("Error" in line or "terminate called" in line or "Fatal" in line)
                      and "ChildFailedError" not in line and not line.startswith("torch.distributed.elastic")]
             why = (ours or crash[-1:] or lines[-1:] or ["(no output)"])[0][:400]
-            self.failures.append({"launch": name, "exit_code": proc.returncode, "why": why, "attempt": attempt,
-                                  "tail": lines[-25:]})
-            print(f"bench: {name} exited {proc.returncode} (attempt {attempt}): {why}", file=sys.stderr)
-            if attempt == 2:
-                raise RuntimeError(f"{name} exited {proc.returncode}: {why} ({' '.join(cmd)})")
+            self._failed(name, proc.returncode, why, attempt, lines[-25:], f" ({' '.join(cmd)})")
         result = json.loads((out / "metrics.json").read_text())
         result["output_dir"], result["launch_seconds"] = str(out), seconds
         self.done[key] = result
@@ -120,11 +116,14 @@ class Bench:
                 return json.loads(Path(result).read_text())
             except (ProcessException, OSError, ValueError) as e:
                 why = str(e).strip().splitlines()[-1][:400] if str(e).strip() else type(e).__name__
-                self.failures.append({"launch": name, "exit_code": getattr(e, "exit_code", None), "why": why,
-                                      "attempt": attempt, "tail": []})
-                print(f"bench: {name} failed (attempt {attempt}): {why}", file=sys.stderr)
-                if attempt == 2:
-                    raise RuntimeError(f"{name} failed twice: {why}") from None
+                self._failed(name, getattr(e, "exit_code", None), why, attempt, [], "")
+
+    def _failed(self, name, exit_code, why, attempt, tail, command):
+        """Keep a failed attempt in `launch_failures` and say it; the second one fails the section."""
+        self.failures.append({"launch": name, "exit_code": exit_code, "why": why, "attempt": attempt, "tail": tail})
+        print(f"bench: {name} failed (attempt {attempt}, exit {exit_code}): {why}", file=sys.stderr)
+        if attempt == 2:
+            raise RuntimeError(f"{name} failed twice (exit {exit_code}): {why}{command}")
 
 
     def sync(self):
@@ -371,7 +370,6 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
         Path(result_path).write_text(json.dumps({k: statistics.median(v) for k, v in times.items()} | {
             "spread": {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}, "gap": gap}))
     dist.barrier()  # as the rungs end: no rank tears down while another is still at work
-    del model, optimizer  # DDP's reducer holds the group: free it while the interpreter is fully alive
     dist.destroy_process_group()
 
 
