@@ -1,62 +1,67 @@
-"""Rung 3: DistributedDataParallel, one process per device, started by the script itself with mp.spawn.
+"""Rung 3: DistributedDataParallel, one process per device, started by the script with mp.spawn.
 
 Launch:
-    python scripts/3_ddp_spawn.py                     # one process per visible GPU (2 processes on a CPU)
-    python scripts/3_ddp_spawn.py --nproc 2 --batch-size 16    # the global batch is 2 x 16: rung 1's 32
+    python scripts/3_ddp_spawn.py                     # a process per visible GPU (2 on a CPU)
+    python scripts/3_ddp_spawn.py --nproc 2 --batch-size 16   # global batch 2 x 16: rung 1's 32
     make ddp-spawn-2gpu     (CPU: make ddp-spawn-cpu)
 
 Next: 4_ddp_torchrun.py (guides/step-2-3.md explains every changed line).
 """
+
 import contextlib
 import os
-import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 import torch.distributed as dist
 
-from common import checkpoint, cli, data, metrics, models, preemption, schedule
+from common import checkpoint, data, errors, metrics, models, preemption, process, schedule
 
 
 def main(local_rank, args):
-    wall_start = time.perf_counter()
-
-    # -- setup -------------------------------------------------------------------------------------------
-    accum = args.gradient_accumulation_steps  # micro-batches per optimizer step (1: no accumulation)
+    # -- setup -------------------------------------------------------------------------------------
+    accum = args.gradient_accumulation_steps  # micro-batches per optimizer step
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)  # before init: NCCL binds this process to its own GPU
-    dist.init_process_group(rank=local_rank, world_size=args.nproc, timeout=args.dist_timeout)  # nccl/gloo
-    rank, world_size, is_main = dist.get_rank(), dist.get_world_size(), dist.get_rank() == 0  # rank 0 writes
+    dist.init_process_group(rank=local_rank, world_size=args.nproc, timeout=args.dist_timeout)
+    world_size = dist.get_world_size()
+    is_main = dist.get_rank() == 0  # rank 0 alone writes files and prints
     device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(args.seed)  # the same initial weights in every rung
-    cli.check_writable(args.output_dir)
 
-    # -- data --------------------------------------------------------------------------------------------
+    # -- data --------------------------------------------------------------------------------------
     train_ds, eval_ds, info = data.build(args)
-    sampler = torch.utils.data.DistributedSampler(train_ds, seed=args.seed, drop_last=True)  # each rank its share
-    train_loader = data.loader(train_ds, args.batch_size * accum, sampler=sampler, drop_last=True,
-                               num_workers=args.num_workers, device=device)  # a new seeded order every epoch
-    eval_ds = eval_ds.shard(num_shards=world_size, index=rank, contiguous=True)  # each rank its own slice
-    eval_loader = data.loader(eval_ds, args.batch_size, num_workers=args.num_workers, device=device)
-    batch_size = args.batch_size * accum * world_size  # the global batch: every rank's together
+    sampler = torch.utils.data.DistributedSampler(train_ds, seed=args.seed, drop_last=True)
+    train_loader = data.loader(
+        train_ds,
+        args.batch_size,
+        sampler=sampler,  # this rank's share of every batch, in a new seeded order every epoch
+        drop_last=True,
+        accum=accum,  # an epoch is a whole number of optimizer steps
+        num_workers=args.num_workers,
+        device=device,
+    )
+    eval_ds = eval_ds.shard(world_size, dist.get_rank(), contiguous=True)  # each rank a slice
+    eval_loader = data.loader(eval_ds, args.batch_size, device=device)
+    batch_size = args.batch_size * accum * world_size  # one optimizer step's samples, every rank's
 
-    # -- model -------------------------------------------------------------------------------------------
-    model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd, args.sync_bn).to(device)
+    # -- model -------------------------------------------------------------------------------------
+    model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    model = torch.nn.parallel.DistributedDataParallel(model)  # all-reduces (averages) the gradients in backward
-    raw_model = model.module  # the model inside: its state_dict() has no "module." prefix, so save this one
+    lr_lambda = schedule.lr_lambda(args, steps_per_epoch=len(train_loader) // accum)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+    if args.sync_bn:
+        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)  # BN over the global batch
+    model = torch.nn.parallel.DistributedDataParallel(model)  # all-reduces (averages) the gradients
+    raw_model = model.module  # the model inside: its state_dict() has no "module." prefix
     if args.compile:
-        model = torch.compile(model)  # fused kernels after a one-off compile in the first steps (make bench)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule.lr_lambda(args, len(train_loader)))
-    epoch, step, position = checkpoint.resume(args.resume, args.output_dir, raw_model, optimizer, is_main,
-                                              scheduler=scheduler)
-    epoch, batch_in_epoch = data.start_at(train_loader, epoch, position)  # resuming: the next unseen batch
+        model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
+    epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
+    recorder = metrics.Recorder(args, info, batch_size)  # samples/s, memory, history, --report-to
     if is_main:
-        print(f"{Path(__file__).stem}: {info.name}, {len(train_ds)} train samples, {device}, batch {batch_size}")
+        print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
     def evaluate():  # accuracy and mean loss over the eval set, every sample counted exactly once
         model.eval()
@@ -65,84 +70,77 @@ def main(local_rank, args):
             for batch in eval_loader:
                 inputs, targets = batch["inputs"].to(device), batch["labels"].to(device)
                 logits = model(inputs)
-                batch_results = (logits.argmax(dim=1), targets, F.cross_entropy(logits, targets, reduction="none"))
-                results.append(batch_results)
-        preds, labels, losses = (torch.cat(r) for r in zip(*results))
-        dist.all_gather_object(gathered := [None] * world_size, (preds.cpu(), labels.cpu(), losses.cpu()))
-        preds, labels, losses = (torch.cat(parts) for parts in zip(*gathered))  # every rank's slice, in order
+                predicted = logits.argmax(dim=1)
+                losses = F.cross_entropy(logits, targets, reduction="none")
+                results.append((predicted, targets, losses))
+        preds, labels, losses = (torch.cat(parts) for parts in zip(*results))
+        gathered = [None] * world_size  # every rank's slice, in rank order
+        dist.all_gather_object(gathered, (preds.cpu(), labels.cpu(), losses.cpu()))
+        preds, labels, losses = (torch.cat(parts) for parts in zip(*gathered))
         model.train()
         return metrics.classification(preds.cpu(), labels.cpu(), losses.cpu())
 
-    # -- loop --------------------------------------------------------------------------------------------
-    train_seconds, samples_seen, train_loss, history = 0.0, 0, float("nan"), []
-    preempted, stopping = preemption.Preemption(), False  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
-    tracker = metrics.Tracker(args, batch_size)  # writes on the main process only
-    while epoch < args.epochs and step < args.max_steps and not stopping:
+    # -- loop --------------------------------------------------------------------------------------
+    preempted = preemption.Preemption()  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
+    while epoch < args.epochs and step < args.max_steps and not preempted.stopped:
         sampler.set_epoch(epoch)  # the epoch's shuffled order, the same on every rank
-        loss_sum, loss_steps = torch.zeros((), device=device), 0
-        epoch_start = time.perf_counter()
-        for batch in tqdm(train_loader, desc=f"epoch {epoch}", initial=batch_in_epoch, leave=False,
-                          disable=not (is_main and sys.stderr.isatty())):
+        loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
+        for micro, batch in enumerate(recorder.progress(train_loader, epoch, done), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
-            optimizer.zero_grad(set_to_none=True)
-            step_loss = 0.0  # this batch's mean loss: its parts' losses / accum, summed on the device
-            for micro, (micro_inputs, micro_targets) in enumerate(zip(inputs.chunk(accum), targets.chunk(accum)), 1):
-                with model.no_sync() if micro < accum else contextlib.nullcontext():  # all-reduce on the last only
-                    loss = F.cross_entropy(model(micro_inputs), micro_targets)  # DDP reads no_sync in forward
-                (loss / accum).backward()  # .grad sums the parts: the whole batch's mean gradient
-                step_loss += loss.detach() / accum
+            with model.no_sync() if micro % accum else contextlib.nullcontext():
+                loss = F.cross_entropy(model(inputs), targets)
+                (loss / accum).backward()  # DDP all-reduces on a step's last micro-batch only
+            loss_sum += loss.detach() / accum
+            if micro % accum:
+                continue  # more micro-batches before this optimizer step
             optimizer.step()
-            step += 1
-            tracker.log(step, step_loss, optimizer, model)  # --report-to tensorboard: loss, lr, grad norm
             scheduler.step()  # the learning rate of the next step
-            loss_sum += step_loss  # summed on the device: no host sync (.item()) per step
-            loss_steps += 1
-            batch_in_epoch += 1
-            stopping = preempted.stop_now(step)  # every 10 steps: did any process get SIGTERM or Ctrl-C?
-            if step >= args.max_steps or stopping:
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            done += 1  # optimizer steps taken in this epoch
+            recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
+            if step >= args.max_steps or preempted.stop_now(step):
                 break
-        dist.all_reduce(loss_sum)  # the loss over the global batch, not rank 0's share alone
-        train_loss = (loss_sum / max(loss_steps, 1) / world_size).item()
-        metrics.check_finite(train_loss, step)  # NaN or inf: stop here, before this epoch's checkpoint
-        epoch_seconds = time.perf_counter() - epoch_start  # after .item(): the device has finished the epoch
-        train_seconds, samples_seen = train_seconds + epoch_seconds, samples_seen + loss_steps * batch_size
-        history.append({"step": step, "train_loss": train_loss,
-                        "samples_per_second": loss_steps * batch_size / epoch_seconds})
-        if batch_in_epoch == len(train_loader):  # a whole epoch: the next one starts at its first batch
-            epoch, batch_in_epoch = epoch + 1, 0
+        dist.all_reduce(loss_sum)  # the loss over the global batch, not this rank's share alone
+        train_loss = recorder.epoch(step, loss_sum / world_size)  # the mean; stops on NaN or inf
+        if done == len(train_loader) // accum:  # a whole epoch: the next starts at its first batch
+            epoch += 1
+            done = 0
         if is_main:
-            checkpoint.save(args.output_dir, raw_model, optimizer, step, epoch, batch_in_epoch * batch_size,
-                            args.keep, scheduler=scheduler)
+            checkpoint.save(args, raw_model, optimizer, scheduler, step, epoch, done * batch_size)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
-        dist.barrier()  # no rank runs ahead (or exits, or resumes) before rank 0's checkpoint is on disk
+        dist.barrier()  # no rank runs ahead (or exits, or resumes) before the checkpoint is on disk
 
-    # -- save --------------------------------------------------------------------------------------------
-    results = None if stopping else evaluate()  # on a signal, exit before eval
-    dist.destroy_process_group()  # the last collective is behind us: from here on, rank 0 alone reports
+    # -- save --------------------------------------------------------------------------------------
+    preempted.exit_if_stopped(step)  # on a signal, exit before eval: the checkpoint is written
+    results = evaluate()
+    dist.destroy_process_group()  # the last collective: from here on, rank 0 alone reports
     if not is_main:
-        sys.exit(preempted.exit_code if stopping else 0)
-    if stopping:
-        print(f"stopped by {preempted.signal_name} at step {step}, checkpoint saved: rerun with --resume auto")
-        sys.exit(preempted.exit_code)
+        return
     checkpoint.save_model(Path(args.output_dir) / "model.safetensors", raw_model)
-    metrics.write_json(Path(args.output_dir) / "metrics.json", {
-        **results, "rung": Path(__file__).stem, "task": info.name, "device": str(device), "epochs": epoch,
-        "model": models.name(model), "global_batch_size": batch_size, "steps": step,
-        "train_loss": train_loss, "history": history, "wall_seconds": time.perf_counter() - wall_start,
-        "mixed_precision": args.mixed_precision, "gradient_accumulation_steps": accum, "lr_schedule": args.lr_schedule,
-        **metrics.memory(model, optimizer),  # bytes per process: parameters, gradients, optimizer state
-        "world_size": world_size, "per_device_batch_size": args.batch_size,
-        **metrics.throughput(samples_seen, train_seconds, info, checkpoint.unwrap(model), device, world_size)})
-    print(f"done: eval accuracy {results['eval_accuracy']:.4f}, eval loss {results['eval_loss']:.4f}, "
-          f"{step} steps -> {args.output_dir}/model.safetensors")
+    metrics.write_json(
+        Path(args.output_dir) / "metrics.json",
+        {
+            **results,
+            "rung": Path(__file__).stem,
+            "task": info.name,
+            "model": models.name(model),
+            "device": str(device),
+            "epochs": epoch,
+            "steps": step,
+            "train_loss": train_loss,
+            **recorder.summary(model, optimizer, device),
+        },
+    )
+    print(f"done: eval accuracy {results['eval_accuracy']:.4f}, {step} steps -> {args.output_dir}")
 
 
 def spawn(args):  # one training process per device: mp.spawn calls main(local_rank, args) in each
     os.environ["MASTER_ADDR"] = "127.0.0.1"  # where rank 0 listens for the others: this machine
-    os.environ["MASTER_PORT"] = str(cli.free_port(int(os.environ.get("MASTER_PORT", 0)), "unset MASTER_PORT"))
+    os.environ["MASTER_PORT"] = str(process.free_port(int(os.environ.get("MASTER_PORT", 0))))
     torch.multiprocessing.spawn(main, args=(args,), nprocs=args.nproc)
 
 
 if __name__ == "__main__":
-    cli.run(spawn, __doc__)
+    errors.run(spawn, __doc__, uses=("nproc", "sync_bn", "dist_timeout"))

@@ -7,11 +7,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
-sys.path[:0] = [str(SCRIPTS), str(SCRIPTS / "tools")]  # common/, and the tools (ladder, make_guides, ...)
+sys.path[:0] = [
+    str(SCRIPTS),
+    str(SCRIPTS / "tools"),
+]  # common/, and the tools (ladder, make_guides, ...)
 
 from ladder import OFFLINE, command, max_abs_diff  # noqa: E402,F401  (the launch commands: one copy, shared)
 
-os.environ.update(OFFLINE)  # offline, always: a test that needs the network fails instead of downloading
+os.environ.update(
+    OFFLINE
+)  # offline, always: a test that needs the network fails instead of downloading
 
 
 @pytest.fixture(scope="session")
@@ -24,17 +29,23 @@ def run_script(script, *args, env=None, timeout=300, check=True, launcher=None):
     """Run a rung as a user would (`python scripts/<rung>.py ...` or under a launcher); returns the process."""
     cmd = [*(launcher or [sys.executable]), str(SCRIPTS / script), *map(str, args)]
     full_env = {**os.environ, **OFFLINE, "PYTHONUNBUFFERED": "1", **(env or {})}
-    proc = subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
 def run_rung(rung, nproc, *args, launcher_flags=(), **kw):
     """Run rung `rung` on `nproc` processes with the command its docstring gives (tools/ladder.py)."""
     cmd = command(rung, nproc, launcher_flags)
-    at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))  # the script; rung 3's --nproc follows it
-    return run_script(Path(cmd[at]).name, *cmd[at + 1:], *args, launcher=cmd[:at], **kw)
+    at = next(
+        i for i, part in enumerate(cmd) if part.endswith(".py")
+    )  # the script; rung 3's --nproc follows it
+    return run_script(Path(cmd[at]).name, *cmd[at + 1 :], *args, launcher=cmd[:at], **kw)
 
 
 def args_for(data_dir, **overrides):

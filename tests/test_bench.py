@@ -1,4 +1,5 @@
 """`make bench --quick`: the machinery and the results' schema, never the speed (CI machines differ)."""
+
 import json
 import math
 import os
@@ -17,18 +18,41 @@ def positive(value):
 
 
 def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
-    proc = subprocess.run([sys.executable, "scripts/tools/bench.py", "--quick", "--out", str(tmp_path), "--data-dir",
-                           str(data_dir)], cwd=ROOT, env={**os.environ, **OFFLINE}, capture_output=True, text=True,
-                          timeout=400)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "scripts/tools/bench.py",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--data-dir",
+            str(data_dir),
+        ],
+        cwd=ROOT,
+        env={**os.environ, **OFFLINE},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((tmp_path / "bench" / "results-cpu.json").read_text())
     assert result["schema"] == bench.SCHEMA and result["quick"] is True
-    assert {"device", "device_name", "cpu_count", "torch", "accelerate", "datasets", "python"} <= set(result["machine"])
+    assert {
+        "device",
+        "device_name",
+        "cpu_count",
+        "torch",
+        "accelerate",
+        "datasets",
+        "python",
+    } <= set(result["machine"])
     s = result["sections"]
     assert set(s) == set(bench.SECTIONS) and not any("error" in v for v in s.values())
 
     rungs = s["overhead"]["rungs"]
-    assert list(rungs) == [bench.RUNGS[r] for r in (1, 6)]  # quick: python and accelerate (torchrun: scaling)
+    assert list(rungs) == [
+        bench.RUNGS[r] for r in (1, 6)
+    ]  # quick: python and accelerate (torchrun: scaling)
     assert rungs["1_single_gpu"]["step_time_ratio"] == 1.0
     for name, r in rungs.items():
         assert positive(r["samples_per_second"]) and positive(r["step_time_ratio"])
@@ -37,7 +61,10 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         assert len(r["loss_curve"]) == 2 and all(positive(loss) for _, loss in r["loss_curve"])
     assert s["overhead"]["gpt"] == {}  # quick runs launch no GPT (a full run does)
     costs = s["overhead"]["per_step_costs"]
-    assert set(costs["ms_per_step"]) == set(bench.PER_STEP_KINDS) and costs["extra_us_per_step"]["plain loop"] == 0
+    assert (
+        set(costs["ms_per_step"]) == set(bench.PER_STEP_KINDS)
+        and costs["extra_us_per_step"]["plain loop"] == 0
+    )
 
     for task in ("digits", "gpt"):  # in this process: both tasks
         p = s["input_pipeline"][task]
@@ -46,29 +73,56 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         assert positive(k["share_of_epoch"]) and positive(k["save_ratio_vs_torch_save"])
         assert positive(k["load_ratio_vs_torch_load"]) and positive(k["checkpoint_bytes"])
     c = s["scaling"]["digits"]
-    assert positive(c["ratio"]) and positive(c["allreduce_seconds_per_step"]) and "gpt" not in s["scaling"]
+    assert (
+        positive(c["ratio"])
+        and positive(c["allreduce_seconds_per_step"])
+        and "gpt" not in s["scaling"]
+    )
     assert c["gradient_numel"] == 29_162 and len(c["loss_curves"]["two_processes"]) == 2
     m = s["mixed_precision"]["digits"]
-    assert positive(m["bf16_speedup_vs_fp32"]) and "fp16_speedup_vs_bf16" not in m  # quick on a CPU: no fp16
-    assert set(m["samples_per_second"]) == {"no", "bf16"} and m["max_abs_weight_diff_vs_fp32"]["no"] == 0
+    assert (
+        positive(m["bf16_speedup_vs_fp32"]) and "fp16_speedup_vs_bf16" not in m
+    )  # quick on a CPU: no fp16
+    assert (
+        set(m["samples_per_second"]) == {"no", "bf16"}
+        and m["max_abs_weight_diff_vs_fp32"]["no"] == 0
+    )
     f = c["bytes_per_process"]
-    assert positive(c["fsdp_over_ddp_step_time"]) and c["fsdp_max_abs_weight_diff_vs_one_process"] <= 1e-5
+    assert (
+        positive(c["fsdp_over_ddp_step_time"])
+        and c["fsdp_max_abs_weight_diff_vs_one_process"] <= 1e-5
+    )
     assert 0.45 <= sum(f["fsdp"].values()) / sum(f["ddp"].values()) <= 0.55
     reduce = s["scaling"]["allreduce_2_processes"]
-    assert all(positive(v["seconds"]) and positive(v["bus_bandwidth_GBps"]) for v in reduce.values())
-    acc = s["accumulation"]["digits"]  # no_sync against an all-reduce per micro-step: the same gradients
-    assert positive(acc["no_sync_speedup"]) and acc["max_abs_grad_diff"] <= 1e-5 and "gpt" not in s["accumulation"]
+    assert all(
+        positive(v["seconds"]) and positive(v["bus_bandwidth_GBps"]) for v in reduce.values()
+    )
+    acc = s["accumulation"][
+        "digits"
+    ]  # no_sync against an all-reduce per micro-step: the same gradients
+    assert (
+        positive(acc["no_sync_speedup"])
+        and acc["max_abs_grad_diff"] <= 1e-5
+        and "gpt" not in s["accumulation"]
+    )
     peers = s["peers"]["rows"]  # quick: rung 4 (the scaling section's launch) and the two peers
     assert set(peers) == {"4_ddp_torchrun", "lightning_fabric", "minimal_ddp_loop"}
-    for name, r in peers.items():  # cross-framework parity: every fp32 peer ends on rung 1's weights
+    for (
+        name,
+        r,
+    ) in peers.items():  # cross-framework parity: every fp32 peer ends on rung 1's weights
         assert positive(r["samples_per_second"]) and positive(r["launch_seconds"]), name
         assert r["max_abs_weight_diff_vs_rung1"] <= 1e-5, name
     assert max(r["vs_fastest"] for r in peers.values()) == 1.0
     assert positive(s["peers"]["extras_cost"]["4_ddp_torchrun"]["step_time"])
     assert "skipped" in s["gpu"]  # no CUDA here
 
-    assert result["summary"] and all(isinstance(r["measure"], str) and positive(r["value"]) and
-                                     r["goal_met"] in (None, True, False) for r in result["summary"])
+    assert result["summary"] and all(
+        isinstance(r["measure"], str)
+        and positive(r["value"])
+        and r["goal_met"] in (None, True, False)
+        for r in result["summary"]
+    )
     page = (tmp_path / "benchmarks.md").read_text()
     assert "| measure | value | goal | met |" in page and "CPU (" in page
     for png in ("bench-throughput-cpu.png", "bench-loss-cpu.png"):
@@ -95,7 +149,11 @@ def test_a_spawned_section_that_aborts_once_is_run_again_and_the_failure_kept(tm
     b.failures = []
     result = b.spawn("abort-once", _abort_once, (str(tmp_path / "marker"),), tmp_path / "r.json")
     assert positive(result["port"])
-    assert len(b.failures) == 1 and b.failures[0]["launch"] == "abort-once" and b.failures[0]["attempt"] == 1
+    assert (
+        len(b.failures) == 1
+        and b.failures[0]["launch"] == "abort-once"
+        and b.failures[0]["attempt"] == 1
+    )
     assert "SIGABRT" in b.failures[0]["why"]
 
 

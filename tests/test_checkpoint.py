@@ -49,18 +49,25 @@ def test_round_trip_is_bitwise(tmp_path, optimizer_cls):
     assert sa["param_groups"] == sb["param_groups"]
     for i in sa["state"]:
         for k, v in sa["state"][i].items():
-            assert torch.equal(v, sb["state"][i][k]) if torch.is_tensor(v) else v == sb["state"][i][k]
+            assert (
+                torch.equal(v, sb["state"][i][k]) if torch.is_tensor(v) else v == sb["state"][i][k]
+            )
 
 
 def test_wrappers_are_unwrapped(tmp_path):
     model, opt = trained()
     bare = set(model.state_dict())
-    for wrapped in (torch.nn.DataParallel(model), torch.compile(model),
-                    torch.nn.DataParallel(torch.compile(model))):
+    for wrapped in (
+        torch.nn.DataParallel(model),
+        torch.compile(model),
+        torch.nn.DataParallel(torch.compile(model)),
+    ):
         assert set(checkpoint.model_tensors(wrapped)) == bare
     path = checkpoint.save(tmp_path, torch.nn.DataParallel(model), opt, 3, 0, 3)
     other, other_opt = trained(seed=5)
-    checkpoint.load(path, torch.nn.DataParallel(other), other_opt)  # a DP checkpoint into a DP model
+    checkpoint.load(
+        path, torch.nn.DataParallel(other), other_opt
+    )  # a DP checkpoint into a DP model
     assert_same_state(model, other)
 
 
@@ -68,7 +75,10 @@ def test_keep_last_k_and_resume_auto_picks_newest(tmp_path):
     model, opt = trained()
     for step in (1, 2, 3, 4, 5):
         checkpoint.save(tmp_path, model, opt, step, 0, step, keep=2)
-    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000004", "step-00000005"]
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == [
+        "step-00000004",
+        "step-00000005",
+    ]
     assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None) == (0, 5, 5)
 
 
@@ -84,16 +94,23 @@ def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, 
     with pytest.raises(KeyboardInterrupt):
         checkpoint.save(tmp_path, model, opt, 2, 0, 2)
     monkeypatch.setattr(os, "rename", real_rename)
-    assert any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())  # the debris is there
+    assert any(
+        p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir()
+    )  # the debris is there
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000001"]
     assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
     checkpoint.save(tmp_path, model, opt, 2, 0, 2)  # the next save clears the debris
     assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())
 
 
-@pytest.mark.parametrize("error", [OSError(28, "No space left on device"),
-                                   SafetensorError("Error while serializing: I/O error: No space left on device")],
-                         ids=["oserror", "safetensors-own-error"])  # what safetensors raises on a real full disk
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(28, "No space left on device"),
+        SafetensorError("Error while serializing: I/O error: No space left on device"),
+    ],
+    ids=["oserror", "safetensors-own-error"],
+)  # what safetensors raises on a real full disk
 def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch, error):
     model, opt = trained()
     checkpoint.save(tmp_path, model, opt, 1, 0, 1)
@@ -110,8 +127,12 @@ def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypat
         checkpoint.save(tmp_path, model, opt, 2, 0, 2)
     monkeypatch.undo()
     message = str(e.value)
-    assert "\n" not in message and "No space left on device" in message and "step-00000002" in message
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-00000001"]  # no debris
+    assert (
+        "\n" not in message and "No space left on device" in message and "step-00000002" in message
+    )
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "step-00000001"
+    ]  # no debris
     assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
 
 
@@ -127,7 +148,9 @@ checkpoint.save({str(tmp_path)!r}, model, opt, 1, 0, 1)
 checkpoint.os.rename = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
 checkpoint.save({str(tmp_path)!r}, model, opt, 2, 0, 2)
 """
-    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "scripts")
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "scripts"
+    )
     assert proc.returncode == -signal.SIGKILL
     debris = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp-")]
     assert debris and (debris[0] / "state.json").exists()  # fully written, never committed
@@ -137,7 +160,9 @@ checkpoint.save({str(tmp_path)!r}, model, opt, 2, 0, 2)
 
 def test_final_model_write_error_is_one_line(tmp_path, monkeypatch):
     model, _ = trained()
-    monkeypatch.setattr(checkpoint, "save_file", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space")))
+    monkeypatch.setattr(
+        checkpoint, "save_file", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space"))
+    )
     with pytest.raises(CheckpointError, match="could not write"):
         checkpoint.save_model(tmp_path / "model.safetensors", model)
     assert list(tmp_path.iterdir()) == []
@@ -163,7 +188,9 @@ def test_damaged_checkpoint_gives_one_line_error_and_auto_falls_back(tmp_path, d
     with pytest.raises(CheckpointError) as err:
         checkpoint.load(newest, other, other_opt)
     assert "\n" not in str(err.value) and str(newest) in str(err.value)
-    assert all(torch.equal(before[k], v) for k, v in other.state_dict().items())  # untouched on failure
+    assert all(
+        torch.equal(before[k], v) for k, v in other.state_dict().items()
+    )  # untouched on failure
     logs = []
     assert checkpoint.resume("auto", tmp_path, other, other_opt, log=logs.append)[1] == 1
     assert any("skipping" in line for line in logs)
@@ -192,13 +219,17 @@ def test_pickle_payload_is_never_executed(tmp_path):
     evil = pickle.dumps({"weights": Payload()})
     (path / "model.safetensors").write_bytes(evil)
     state = json.loads((path / "state.json").read_text())
-    state["sha256"]["model.safetensors"] = checkpoint._sha256(path / "model.safetensors")  # even with a valid hash
+    state["sha256"]["model.safetensors"] = checkpoint._sha256(
+        path / "model.safetensors"
+    )  # even with a valid hash
     (path / "state.json").write_text(json.dumps(state))
     with pytest.raises(CheckpointError):
         checkpoint.load(path, model, opt)
     with pytest.raises(CheckpointError):
         checkpoint.load_model(path / "model.safetensors", model)
-    torch.save({"model": Payload()}, tmp_path / "model.pt")  # what a torch.save checkpoint with a payload is
+    torch.save(
+        {"model": Payload()}, tmp_path / "model.pt"
+    )  # what a torch.save checkpoint with a payload is
     with pytest.raises(CheckpointError, match="is a file.*never loaded"):
         checkpoint.load(tmp_path / "model.pt", model, opt)
     with pytest.raises(CheckpointError, match="not a readable safetensors"):
@@ -230,9 +261,16 @@ def test_tied_weights_can_be_saved(tmp_path):
     assert torch.equal(m.emb.weight, n.emb.weight)
 
 
-@pytest.mark.parametrize("edit", [lambda s: [s], lambda s: {k: v for k, v in s.items() if k != "sha256"},
-                                  lambda s: {**s, "step": "14"}, lambda s: {**s, "samples_in_epoch": -3}],
-                         ids=["a-list", "no-sha256", "step-as-text", "negative-position"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: [s],
+        lambda s: {k: v for k, v in s.items() if k != "sha256"},
+        lambda s: {**s, "step": "14"},
+        lambda s: {**s, "samples_in_epoch": -3},
+    ],
+    ids=["a-list", "no-sha256", "step-as-text", "negative-position"],
+)
 def test_a_malformed_state_json_is_one_line_and_auto_skips_it(tmp_path, edit):
     model, opt = trained()
     checkpoint.save(tmp_path, model, opt, 1, 0, 0)
@@ -242,4 +280,6 @@ def test_a_malformed_state_json_is_one_line_and_auto_skips_it(tmp_path, edit):
     with pytest.raises(CheckpointError, match="has no valid state.json") as e:
         checkpoint.load(bad, model, opt)
     assert "\n" not in str(e.value)
-    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1  # the older one
+    assert (
+        checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+    )  # the older one

@@ -38,7 +38,9 @@ def test_rung1_shuffle_is_distributed_sampler_at_world_size_1(n, seed):
     moves to the next epoch by itself after each pass, as DataLoader(shuffle=True) does."""
     dataset = list(range(n))
     ours = data.EpochShuffle(dataset, seed=seed)
-    theirs = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=seed, drop_last=True)
+    theirs = DistributedSampler(
+        dataset, num_replicas=1, rank=0, shuffle=True, seed=seed, drop_last=True
+    )
     for epoch in (0, 1, 2):
         theirs.set_epoch(epoch)
         assert list(ours) == list(theirs) and len(ours) == len(theirs)  # no set_epoch on ours
@@ -56,7 +58,9 @@ def test_epochs_have_different_orders():
 def test_shuffle_and_sampler_exclude_each_other_as_in_torch():
     dataset = torch.utils.data.TensorDataset(torch.arange(10))
     with pytest.raises(ValueError, match="mutually exclusive"):
-        data.loader(dataset, 2, shuffle=True, sampler=DistributedSampler(dataset, num_replicas=1, rank=0))
+        data.loader(
+            dataset, 2, shuffle=True, sampler=DistributedSampler(dataset, num_replicas=1, rank=0)
+        )
 
 
 def test_seed_tutorial_batch_count():
@@ -64,8 +68,12 @@ def test_seed_tutorial_batch_count():
     dataset = torch.utils.data.TensorDataset(torch.arange(455))
     seen = []
     for rank in range(2):
-        loader = data.loader(dataset, 8, sampler=DistributedSampler(dataset, 2, rank, seed=0, drop_last=True),
-                             drop_last=True)
+        loader = data.loader(
+            dataset,
+            8,
+            sampler=DistributedSampler(dataset, 2, rank, seed=0, drop_last=True),
+            drop_last=True,
+        )
         batches = list(loader)
         assert len(loader) == len(batches) == 28
         seen += [i for b in batches for i in b[0].tolist()]
@@ -79,15 +87,24 @@ def test_global_batches_are_the_same_at_every_world_size(data_dir):
 
     train, _, _ = data.build(args_for(data_dir, task="cancer"))
     one = data.loader(train, 16, shuffle=True, seed=3, drop_last=True)
-    shards = [data.loader(train, 8, sampler=DistributedSampler(train, 2, r, seed=3, drop_last=True), drop_last=True)
-              for r in range(2)]
+    shards = [
+        data.loader(
+            train,
+            8,
+            sampler=DistributedSampler(train, 2, r, seed=3, drop_last=True),
+            drop_last=True,
+        )
+        for r in range(2)
+    ]
     halves = [data.loader(train, 8, shuffle=True, seed=3, drop_last=True) for _ in range(2)]
     accelerate_style = [None, None]
     for dl in (one, *shards):
         assert data.start_at(dl, 2, 0) == (2, 0)
     for r, h in enumerate(halves):
         data.start_at(h, 2, 0)
-        accelerate_style[r] = [h.dataset.__getitems__(b) for b in BatchSamplerShard(h.batch_sampler, 2, r)]
+        accelerate_style[r] = [
+            h.dataset.__getitems__(b) for b in BatchSamplerShard(h.batch_sampler, 2, r)
+        ]
     steps = list(zip(one, *shards, *accelerate_style))
     assert len(steps) == 28 == len(accelerate_style[0])
     key = lambda x: sorted(tuple(r.tolist()) for r in x)  # noqa: E731
@@ -110,15 +127,27 @@ def test_start_at_resumes_mid_epoch_at_any_batch_size_or_refuses():
     order = data.epoch_order(40, 0, 1)
     six = data.loader(dataset, 6, shuffle=True, seed=0, drop_last=True)
     assert data.start_at(six, 1, 12) == (1, 2)
-    assert [i for b in six for i in b[0].tolist()] == order[12:36]  # 6 whole batches of 6 per epoch: 12..35
-    shards = [data.loader(dataset, 2, sampler=DistributedSampler(dataset, 2, r, seed=0, drop_last=True),
-                          drop_last=True) for r in range(2)]
+    assert [i for b in six for i in b[0].tolist()] == order[
+        12:36
+    ]  # 6 whole batches of 6 per epoch: 12..35
+    shards = [
+        data.loader(
+            dataset,
+            2,
+            sampler=DistributedSampler(dataset, 2, r, seed=0, drop_last=True),
+            drop_last=True,
+        )
+        for r in range(2)
+    ]
     assert [data.start_at(s, 1, 12) for s in shards] == [(1, 3), (1, 3)]
     assert sorted(i for s in shards for b in s for i in b[0].tolist()) == sorted(order[12:])
     assert data.start_at(loader, 1, 40) == (2, 0)  # the epoch is over: the next one, from its start
     assert [b[0].tolist() for b in loader] == epochs[2]
-    with pytest.raises(UsageError, match="12 samples into epoch 1, which is not a whole number of this run's "
-                                         "global batch of 8"):
+    with pytest.raises(
+        UsageError,
+        match="12 samples into epoch 1, which is not a whole number of this run's "
+        "global batch of 8",
+    ):
         data.start_at(data.loader(dataset, 8, shuffle=True, drop_last=True), 1, 12)
 
 
@@ -137,7 +166,9 @@ def test_batch_larger_than_dataset_is_a_usage_error():
 
 
 def test_user_csv_and_errors(tmp_path, data_dir):
-    rows = ["a,b,c,label"] + [f"{i},{i % 7},{(i * 3) % 5},{'yes' if i % 2 else 'no'}" for i in range(50)]
+    rows = ["a,b,c,label"] + [
+        f"{i},{i % 7},{(i * 3) % 5},{'yes' if i % 2 else 'no'}" for i in range(50)
+    ]
     csv = tmp_path / "toy.csv"
     csv.write_text("\n".join(rows) + "\n")
     train, eval_, info = data.build(args_for(data_dir, dataset=str(csv)))
@@ -160,7 +191,8 @@ def test_user_imagefolder(tmp_path, data_dir):
         (tmp_path / "train" / label).mkdir(parents=True)
         for i in range(6):
             Image.new("RGB", (20, 12), color=(i * 40, 0, 255 if label == "dog" else 0)).save(
-                tmp_path / "train" / label / f"{i}.png")
+                tmp_path / "train" / label / f"{i}.png"
+            )
     train, eval_, info = data.build(args_for(data_dir, dataset=str(tmp_path), image_size=16))
     assert info.kind == "image" and info.input_shape == (3, 16, 16) and info.num_classes == 2
     assert len(train) + len(eval_) == 12
@@ -173,10 +205,16 @@ def test_columns_read_what_datasets_formatting_reads(data_dir):
         train, _, _ = data.build(args_for(data_dir, task=task))
         columns = data.Columns(train)
         assert len(columns) == len(train) and columns.nbytes() > 0
-        indices = [len(train) - 1, 0, 999, 1000, 5, 998] if len(train) > 1000 else [len(train) - 1, 0, 5, 3]
+        indices = (
+            [len(train) - 1, 0, 999, 1000, 5, 998]
+            if len(train) > 1000
+            else [len(train) - 1, 0, 5, 3]
+        )
         batch, expected = columns.__getitems__(indices), train[indices]
         for name in ("inputs", "labels"):
-            assert batch[name].dtype == expected[name].dtype and torch.equal(batch[name], expected[name])
+            assert batch[name].dtype == expected[name].dtype and torch.equal(
+                batch[name], expected[name]
+            )
     view = train.select([7, 3, 11])  # an indices mapping, not a table slice
     assert torch.equal(data.Columns(view).__getitems__([0, 2])["inputs"], train[[7, 11]]["inputs"])
     loader = data.loader(train, 8, shuffle=True, seed=1, drop_last=True)

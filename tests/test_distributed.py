@@ -1,5 +1,6 @@
 """Rungs 3-6 end to end on CPU (2 processes over gloo), and the parity proof: same seed, same global batch,
 same weights as rung 1."""
+
 import json
 import re
 import subprocess
@@ -12,24 +13,41 @@ from safetensors.torch import load_file
 from conftest import BIN, ROOT, max_abs_diff, run_rung, run_script
 
 FP32_TOLERANCE = 1e-5  # max |w - w_rung1| for every fp32 rung (measured: ~6e-8)
-BF16_TOLERANCE = {"weights": 0.05, "accuracy": 0.02, "train_loss": 0.02}  # measured: see test_amp_bf16
-
-
+BF16_TOLERANCE = {
+    "weights": 0.05,
+    "accuracy": 0.02,
+    "train_loss": 0.02,
+}  # measured: see test_amp_bf16
 
 
 def launch(rung, out, data_dir, *flags, per_device=16, **kw):
     """Run a rung the way its docstring says, 2 processes for rungs 3-6; returns (weights, metrics)."""
     batch = 2 * per_device if rung <= 2 else per_device  # the same global batch in every rung
-    run_rung(rung, 1 if rung <= 2 else 2, "--batch-size", batch, "--data-dir", data_dir, "--output-dir", out, *flags,
-             **kw)
-    return load_file(Path(out) / "model.safetensors"), json.loads((Path(out) / "metrics.json").read_text())
-
-
+    run_rung(
+        rung,
+        1 if rung <= 2 else 2,
+        "--batch-size",
+        batch,
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        out,
+        *flags,
+        **kw,
+    )
+    return load_file(Path(out) / "model.safetensors"), json.loads(
+        (Path(out) / "metrics.json").read_text()
+    )
 
 
 # The same proof on digits (MLP, 1 epoch) is in the step guides' commands, run by tests/test_guides.py. Rung 1
 # and rung 4 at 2 x 16 are the session's reference runs (conftest.reference: the same command, launched once).
-ACCUMULATE = ["--batch-size", 8, "--gradient-accumulation-steps", 2]  # 2 processes x 8 x 2 micro-batches = 32
+ACCUMULATE = [
+    "--batch-size",
+    8,
+    "--gradient-accumulation-steps",
+    2,
+]  # 2 processes x 8 x 2 micro-batches = 32
 
 
 def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, reference):
@@ -40,16 +58,26 @@ def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, refere
     report = {4: max_abs_diff(reference[4], ref)}
     for rung in (3, 5, 6):  # rung 2 on a CPU is rung 1, bitwise (test_rungs_1_2.py)
         flags = [*task_flags, "--mixed-precision", "no"] if rung == 5 else task_flags
-        w, m = launch(rung, tmp_path / str(rung), data_dir, *flags, *(ACCUMULATE if rung >= 5 else []))
+        w, m = launch(
+            rung, tmp_path / str(rung), data_dir, *flags, *(ACCUMULATE if rung >= 5 else [])
+        )
         report[rung] = max_abs_diff(w, ref)
         assert m.get("world_size", 1) == 2, m  # the launch really got 2 ranks
         assert m["global_batch_size"] == ref_m["global_batch_size"] == 32
         assert m["gradient_accumulation_steps"] == (2 if rung >= 5 else 1)
         assert m["steps"] == ref_m["steps"]
-        assert m["eval_samples"] == ref_m["eval_samples"]  # every eval sample exactly once (114 / 360 on 2 ranks)
-        assert m["eval_accuracy"] == ref_m["eval_accuracy"], (rung, m["eval_accuracy"], ref_m["eval_accuracy"])
+        assert (
+            m["eval_samples"] == ref_m["eval_samples"]
+        )  # every eval sample exactly once (114 / 360 on 2 ranks)
+        assert m["eval_accuracy"] == ref_m["eval_accuracy"], (
+            rung,
+            m["eval_accuracy"],
+            ref_m["eval_accuracy"],
+        )
         assert abs(m["train_loss"] - ref_m["train_loss"]) < 1e-5
-    print(f"\nparity cancer (rungs 5-6 with 2 x 8 x 2 micro-batches): max |w - w_rung1| per rung: {report}")
+    print(
+        f"\nparity cancer (rungs 5-6 with 2 x 8 x 2 micro-batches): max |w - w_rung1| per rung: {report}"
+    )
     assert all(d <= FP32_TOLERANCE for d in report.values()), report
 
 
@@ -61,24 +89,51 @@ def test_default_cnn_keeps_parity_and_batchnorm_drifts(tmp_path, data_dir):
     ref, _ = launch(1, tmp_path / "1", data_dir, *flags)
     w, m = launch(3, tmp_path / "3", data_dir, *flags)
     parity = max_abs_diff(w, ref)
-    ref_bn, _ = launch(1, tmp_path / "1bn", data_dir, *flags, "--model", "cnn-bn", "--max-steps", 20)
-    w_bn, m_bn = launch(3, tmp_path / "3bn", data_dir, *flags, "--model", "cnn-bn", "--max-steps", 20)
+    ref_bn, _ = launch(
+        1, tmp_path / "1bn", data_dir, *flags, "--model", "cnn-bn", "--max-steps", 20
+    )
+    w_bn, m_bn = launch(
+        3, tmp_path / "3bn", data_dir, *flags, "--model", "cnn-bn", "--max-steps", 20
+    )
     drift = max_abs_diff(w_bn, ref_bn)
-    print(f"\ndigits CNN, 2x16 vs 32: GroupNorm (1 epoch) {parity:.3g}, BatchNorm (20 steps) {drift:.3g}")
+    print(
+        f"\ndigits CNN, 2x16 vs 32: GroupNorm (1 epoch) {parity:.3g}, BatchNorm (20 steps) {drift:.3g}"
+    )
     assert parity <= FP32_TOLERANCE and m["model"] == m_bn["model"] == "SmallCNN"
     assert drift > 100 * FP32_TOLERANCE and m_bn["eval_accuracy"] > 0.5
-    proc = run_script("3_ddp_spawn.py", "--nproc", 2, "--batch-size", 16, "--data-dir", data_dir, "--output-dir",
-                      tmp_path / "sync", *flags, "--model", "cnn-bn", "--sync-bn", check=False)
+    proc = run_script(
+        "3_ddp_spawn.py",
+        "--nproc",
+        2,
+        "--batch-size",
+        16,
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        tmp_path / "sync",
+        *flags,
+        "--model",
+        "cnn-bn",
+        "--sync-bn",
+        check=False,
+    )
     if not torch.cuda.is_available():
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--sync-bn needs GPUs" in proc.stderr
+        assert (
+            proc.returncode == 2
+            and proc.stderr.count("\n") == 1
+            and "--sync-bn needs GPUs" in proc.stderr
+        )
 
 
 def test_amp_bf16_within_stated_tolerance(tmp_path, data_dir):
     flags = ["--task", "cancer", "--epochs", "3"]
     ref, ref_m = launch(1, tmp_path / "1", data_dir, *flags)
     w, m = launch(5, tmp_path / "5", data_dir, *flags, "--mixed-precision", "bf16")
-    measured = {"weights": max_abs_diff(w, ref), "accuracy": abs(m["eval_accuracy"] - ref_m["eval_accuracy"]),
-                "train_loss": abs(m["train_loss"] - ref_m["train_loss"])}
+    measured = {
+        "weights": max_abs_diff(w, ref),
+        "accuracy": abs(m["eval_accuracy"] - ref_m["eval_accuracy"]),
+        "train_loss": abs(m["train_loss"] - ref_m["train_loss"]),
+    }
     print(f"\nbf16 vs fp32 rung 1 (cancer, 3 epochs): {measured}")
     assert m["mixed_precision"] == "bf16"
     assert all(measured[k] <= BF16_TOLERANCE[k] for k in measured), measured
@@ -101,8 +156,17 @@ def test_rung6_refuses_a_launch_that_did_not_give_it_its_processes(tmp_path, dat
     text = (ROOT / "accelerate_configs" / "cpu_2proc.yaml").read_text()
     bad = tmp_path / "multi_cpu.yaml"
     bad.write_text(re.sub(r"distributed_type: MULTI_GPU", "distributed_type: MULTI_CPU", text))
-    proc = run_script("6_accelerate.py", "--data-dir", data_dir, "--output-dir", tmp_path / "out", "--task", "cancer",
-                      launcher=[str(BIN / "accelerate"), "launch", "--config_file", str(bad)], check=False)
+    proc = run_script(
+        "6_accelerate.py",
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        tmp_path / "out",
+        "--task",
+        "cancer",
+        launcher=[str(BIN / "accelerate"), "launch", "--config_file", str(bad)],
+        check=False,
+    )
     assert proc.returncode != 0
     assert "error: the launch asked for several processes but started one" in proc.stderr
     assert not (tmp_path / "out" / "model.safetensors").exists()
@@ -116,14 +180,29 @@ def test_rung6_runs_as_one_plain_process_and_refuses_mixed_precision_flag(tmp_pa
     run_script("6_accelerate.py", *flags, "--output-dir", tmp_path / "six")
     one, six = (load_file(str(tmp_path / d / "model.safetensors")) for d in ("one", "six"))
     assert max_abs_diff(one, six) <= FP32_TOLERANCE
-    proc = run_script("6_accelerate.py", *flags, "--output-dir", tmp_path / "c", "--mixed-precision", "bf16",
-                      check=False)
-    assert proc.returncode == 2 and "--mixed_precision bf16" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = run_script(
+        "6_accelerate.py",
+        *flags,
+        "--output-dir",
+        tmp_path / "c",
+        "--mixed-precision",
+        "bf16",
+        check=False,
+    )
+    assert (
+        proc.returncode == 2
+        and "--mixed_precision bf16" in proc.stderr
+        and proc.stderr.count("\n") == 1
+    )
 
 
 def test_rung4_outside_torchrun_says_how_to_launch(tmp_path, data_dir):
-    proc = run_script("4_ddp_torchrun.py", "--data-dir", data_dir, "--output-dir", tmp_path, check=False)
-    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "torchrun" in proc.stderr
+    proc = run_script(
+        "4_ddp_torchrun.py", "--data-dir", data_dir, "--output-dir", tmp_path, check=False
+    )
+    assert (
+        proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "torchrun" in proc.stderr
+    )
 
 
 def test_every_accelerate_config_loads_and_every_key_is_commented():
@@ -132,8 +211,16 @@ def test_every_accelerate_config_loads_and_every_key_is_commented():
 
     configs = sorted((ROOT / "accelerate_configs").glob("*.yaml"))
     names = {c.stem for c in configs}
-    assert {"1gpu", "2gpu_bf16", "2gpu_fp16", "8gpu_bf16", "cpu_2proc", "2machines_rank0", "2machines_rank1",
-            "fsdp_2gpu"} <= names
+    assert {
+        "1gpu",
+        "2gpu_bf16",
+        "2gpu_fp16",
+        "8gpu_bf16",
+        "cpu_2proc",
+        "2machines_rank0",
+        "2machines_rank1",
+        "fsdp_2gpu",
+    } <= names
     words = {"one": 1, "two": 2, "eight": 8}
     for path in configs:
         config = load_config_from_file(str(path))
@@ -145,48 +232,82 @@ def test_every_accelerate_config_loads_and_every_key_is_commented():
         # Keys accelerate 1.15 reads and then ignores (its launch flags' defaults win) are not claimed to work.
         assert not re.search(r"^(same_network|rdzv_backend):", text, re.M), path.name
         # What accelerate would launch, through its own launch-argument path, against what the header says.
-        args, _, _ = _validate_launch_command(launch_command_parser().parse_args(["--config_file", str(path), "x.py"]))
+        args, _, _ = _validate_launch_command(
+            launch_command_parser().parse_args(["--config_file", str(path), "x.py"])
+        )
         header = text.splitlines()[0].lower()
         count = re.match(r"# (\d+|one|two|eight) (processes|gpus?|machines x (\d+) gpus)", header)
         assert count, (path.name, header)
         claimed = int(words.get(count[1], count[1])) * (int(count[3]) if count[3] else 1)
-        assert args.num_processes == claimed == config.num_processes, (path.name, args.num_processes, claimed)
+        assert args.num_processes == claimed == config.num_processes, (
+            path.name,
+            args.num_processes,
+            claimed,
+        )
         precision = re.search(r"\b(bf16|fp16|fp32)\b", header)[1]
         assert args.mixed_precision == {"fp32": "no"}.get(precision, precision), path.name
         assert bool(args.use_cpu) == ("cpu" in header), path.name
         assert args.num_machines == (2 if "machines" in header else 1), path.name
     cpu = load_config_from_file(str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"))
-    assert str(cpu.distributed_type).endswith("MULTI_GPU") and cpu.use_cpu and cpu.num_processes == 2
-    assert str(load_config_from_file(str(ROOT / "accelerate_configs" / "1gpu.yaml")).distributed_type).endswith("NO")
+    assert (
+        str(cpu.distributed_type).endswith("MULTI_GPU") and cpu.use_cpu and cpu.num_processes == 2
+    )
+    assert str(
+        load_config_from_file(str(ROOT / "accelerate_configs" / "1gpu.yaml")).distributed_type
+    ).endswith("NO")
     assert "accelerate env" in (ROOT / "accelerate_configs" / "README.md").read_text()
 
 
 def test_nproc_reaches_every_distributed_target():
     """NPROC on the command line sets the process count of every distributed target, accelerate's included
     (their configs' count otherwise)."""
-    for target in ("ddp-spawn-cpu", "ddp-cpu", "ddp-amp-cpu", "accelerate-cpu", "fsdp-cpu", "collectives"):
-        out = subprocess.run(["make", "-n", target, "NPROC=3"], cwd=ROOT, capture_output=True, text=True).stdout
+    for target in (
+        "ddp-spawn-cpu",
+        "ddp-cpu",
+        "ddp-amp-cpu",
+        "accelerate-cpu",
+        "fsdp-cpu",
+        "collectives",
+    ):
+        out = subprocess.run(
+            ["make", "-n", target, "NPROC=3"], cwd=ROOT, capture_output=True, text=True
+        ).stdout
         assert re.search(r"(--nproc 3|--nproc_per_node=3|--num_processes 3)\b", out), (target, out)
-    out = subprocess.run(["make", "-n", "accelerate-cpu"], cwd=ROOT, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["make", "-n", "accelerate-cpu"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
     assert "--num_processes" not in out  # the config's own count
 
 
-@pytest.mark.parametrize("target,expected", [
-    ("ddp-spawn-2gpu", "scripts/3_ddp_spawn.py --nproc 2"),
-    ("ddp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/4_ddp_torchrun.py"),
-    ("ddp-amp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/5_ddp_amp.py --mixed-precision bf16"),
-    ("accelerate-2gpu", "accelerate launch --config_file accelerate_configs/2gpu_bf16.yaml scripts/6_accelerate.py"),
-    ("fsdp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/7_fsdp.py"),
-    ("fsdp-cpu", "torchrun --standalone --nproc_per_node=2 scripts/7_fsdp.py"),
-    ("ddp-cpu", "torchrun --standalone --nproc_per_node=2 scripts/4_ddp_torchrun.py"),
-    ("accelerate-cpu", "accelerate_configs/cpu_2proc.yaml"),
-])
+@pytest.mark.parametrize(
+    "target,expected",
+    [
+        ("ddp-spawn-2gpu", "scripts/3_ddp_spawn.py --nproc 2"),
+        ("ddp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/4_ddp_torchrun.py"),
+        (
+            "ddp-amp-2gpu",
+            "torchrun --standalone --nproc_per_node=2 scripts/5_ddp_amp.py --mixed-precision bf16",
+        ),
+        (
+            "accelerate-2gpu",
+            "accelerate launch --config_file accelerate_configs/2gpu_bf16.yaml scripts/6_accelerate.py",
+        ),
+        ("fsdp-2gpu", "torchrun --standalone --nproc_per_node=2 scripts/7_fsdp.py"),
+        ("fsdp-cpu", "torchrun --standalone --nproc_per_node=2 scripts/7_fsdp.py"),
+        ("ddp-cpu", "torchrun --standalone --nproc_per_node=2 scripts/4_ddp_torchrun.py"),
+        ("accelerate-cpu", "accelerate_configs/cpu_2proc.yaml"),
+    ],
+)
 def test_make_targets_print_the_documented_commands(target, expected):
-    out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert expected in " ".join(out.replace("\\\n", " ").split()), out
 
 
-@pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="this machine has the GPUs the target needs")
+@pytest.mark.skipif(
+    torch.cuda.device_count() >= 2, reason="this machine has the GPUs the target needs"
+)
 def test_gpu_target_without_gpus_names_its_cpu_twin():
     proc = subprocess.run(["make", "-s", "ddp-2gpu"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0

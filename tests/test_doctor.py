@@ -1,6 +1,7 @@
 """scripts/tools/doctor.py: every rule has a case it must catch and a correct neighbour it must leave alone; a
 third-party-shaped script with planted mistakes gets a finding at each mistake's line; this project's own rungs
 and examples are clean; bad input is one line and exit 2."""
+
 import subprocess
 import sys
 import textwrap
@@ -14,54 +15,82 @@ DOCTOR = [sys.executable, str(ROOT / "scripts" / "tools" / "doctor.py")]
 
 # code: (a script that has the mistake, the same script done right)
 CASES = {
-    "DDL101": ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n",
-               "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"),
-    "DDL102": ("import torch\nscaler = torch.cuda.amp.GradScaler()\n",
-               "import torch\nscaler = torch.amp.GradScaler('cuda')\n"),
-    "DDL103": ("import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(2, 2))\n",
-               "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
-               "model = DDP(torch.nn.Linear(2, 2))\n"),
-    "DDL104": ("from torch.utils.data import DataLoader, DistributedSampler\n"
-               "s = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True, sampler=s)\ns.set_epoch(0)\n",
-               "from torch.utils.data import DataLoader, DistributedSampler\n"
-               "s = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=s)\ns.set_epoch(0)\n"),
-    "DDL105": ("from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
-               "for epoch in range(3):\n    train(sampler)\n",
-               "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
-               "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    train(sampler)\n"),
-    "DDL106": ("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
-               "if rank == 0:\n    torch.save(model.state_dict(), 'w.pt')\n",
-               "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
-               "if rank == 0:\n    torch.save(model.module.state_dict(), 'w.pt')\n"),
-    "DDL107": ("import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
-               "torch.save(net.state_dict(), 'w.pt')\ndist.destroy_process_group()\n",
-               "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
-               "if dist.get_rank() == 0:\n    torch.save(net.state_dict(), 'w.pt')\ndist.destroy_process_group()\n"),
-    "DDL108": ("import torch.distributed as dist\nif rank == 0:\n    dist.all_reduce(t)\n    print(t)\n",
-               "import torch.distributed as dist\ndist.all_reduce(t)\nif rank == 0:\n    print(t)\n"),
-    "DDL109": ("import torch\nstate = torch.load('ckpt.pt')\n",
-               "import torch\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n"),
-    "DDL110": ("from accelerate import Accelerator\naccelerator = Accelerator()\nloss = f(x)\nloss.backward()\n",
-               "from accelerate import Accelerator\naccelerator = Accelerator()\nloss = f(x)\n"
-               "accelerator.backward(loss)\n"),
-    "DDL111": ("from accelerate import Accelerator\naccelerator = Accelerator()\nscheduler = StepLR(opt, 1)\n"
-               "model, opt, scheduler = accelerator.prepare(model, opt, scheduler)\n"
-               "for epoch in range(3):\n    train(model)\n    scheduler.step()\n",
-               "from accelerate import Accelerator\naccelerator = Accelerator()\nscheduler = StepLR(opt, 1)\n"
-               "model, opt, scheduler = accelerator.prepare(model, opt, scheduler)\n"
-               "for epoch in range(3):\n    for batch in train_loader:\n        step(batch)\n"
-               "        scheduler.step()\n"),
-    "DDL112": ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
-               "model = DDP(net, find_unused_parameters=True)\n",
-               "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"),
-    "DDL113": ("import torch.distributed as dist\ndist.init_process_group('gloo')\ntrain()\n",
-               "import torch.distributed as dist\ndist.init_process_group('gloo')\ntrain()\n"
-               "dist.destroy_process_group()\n"),
-    "DDL114": ("from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
-               "sampler.set_epoch(0)\nloss = total / len(test_loader.dataset)\n",
-               "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
-               "sampler = DistributedSampler(ds)\nsampler.set_epoch(0)\ndist.all_reduce(total)\n"
-               "loss = total / len(test_loader.dataset)\n"),
+    "DDL101": (
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n",
+        "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n",
+    ),
+    "DDL102": (
+        "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\n",
+    ),
+    "DDL103": (
+        "import torch\nmodel = torch.nn.DataParallel(torch.nn.Linear(2, 2))\n",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(torch.nn.Linear(2, 2))\n",
+    ),
+    "DDL104": (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "s = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True, sampler=s)\ns.set_epoch(0)\n",
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "s = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=s)\ns.set_epoch(0)\n",
+    ),
+    "DDL105": (
+        "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
+        "for epoch in range(3):\n    train(sampler)\n",
+        "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
+        "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    train(sampler)\n",
+    ),
+    "DDL106": (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "if rank == 0:\n    torch.save(model.state_dict(), 'w.pt')\n",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "if rank == 0:\n    torch.save(model.module.state_dict(), 'w.pt')\n",
+    ),
+    "DDL107": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "torch.save(net.state_dict(), 'w.pt')\ndist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "if dist.get_rank() == 0:\n    torch.save(net.state_dict(), 'w.pt')\ndist.destroy_process_group()\n",
+    ),
+    "DDL108": (
+        "import torch.distributed as dist\nif rank == 0:\n    dist.all_reduce(t)\n    print(t)\n",
+        "import torch.distributed as dist\ndist.all_reduce(t)\nif rank == 0:\n    print(t)\n",
+    ),
+    "DDL109": (
+        "import torch\nstate = torch.load('ckpt.pt')\n",
+        "import torch\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n",
+    ),
+    "DDL110": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nloss = f(x)\nloss.backward()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nloss = f(x)\n"
+        "accelerator.backward(loss)\n",
+    ),
+    "DDL111": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nscheduler = StepLR(opt, 1)\n"
+        "model, opt, scheduler = accelerator.prepare(model, opt, scheduler)\n"
+        "for epoch in range(3):\n    train(model)\n    scheduler.step()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\nscheduler = StepLR(opt, 1)\n"
+        "model, opt, scheduler = accelerator.prepare(model, opt, scheduler)\n"
+        "for epoch in range(3):\n    for batch in train_loader:\n        step(batch)\n"
+        "        scheduler.step()\n",
+    ),
+    "DDL112": (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net, find_unused_parameters=True)\n",
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n",
+    ),
+    "DDL113": (
+        "import torch.distributed as dist\ndist.init_process_group('gloo')\ntrain()\n",
+        "import torch.distributed as dist\ndist.init_process_group('gloo')\ntrain()\n"
+        "dist.destroy_process_group()\n",
+    ),
+    "DDL114": (
+        "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
+        "sampler.set_epoch(0)\nloss = total / len(test_loader.dataset)\n",
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "sampler = DistributedSampler(ds)\nsampler.set_epoch(0)\ndist.all_reduce(total)\n"
+        "loss = total / len(test_loader.dataset)\n",
+    ),
 }
 
 
@@ -82,18 +111,32 @@ def test_every_rule_has_a_fixture_an_explanation_and_a_guide_section():
     for code, (_, _, anchor, why) in doctor.RULES.items():
         assert len(why) > 80 and doctor.explain(code).startswith(code)
         heading = anchor.replace("-", " ")
-        assert any(heading in line.lower().replace("-", " ").replace(",", "").replace(".", "").replace("`", "")
-                   for line in guide.splitlines() if line.startswith("#")), (code, anchor)
+        assert any(
+            heading
+            in line.lower().replace("-", " ").replace(",", "").replace(".", "").replace("`", "")
+            for line in guide.splitlines()
+            if line.startswith("#")
+        ), (code, anchor)
 
 
 def test_legitimate_patterns_are_left_alone():
-    assert codes("import torch.distributed as dist\nif not is_main:\n    dist.barrier()\nbuild()\n"
-                 "if is_main:\n    dist.barrier()\n") == []  # rank 0 first, then the others: one barrier each
-    assert codes("import torch.distributed as dist\nif rank in evens:\n    dist.all_reduce(x, group=g)\n") == []
+    assert (
+        codes(
+            "import torch.distributed as dist\nif not is_main:\n    dist.barrier()\nbuild()\n"
+            "if is_main:\n    dist.barrier()\n"
+        )
+        == []
+    )  # rank 0 first, then the others: one barrier each
+    assert (
+        codes(
+            "import torch.distributed as dist\nif rank in evens:\n    dist.all_reduce(x, group=g)\n"
+        )
+        == []
+    )
     assert codes("import torch\nmodel = torch.nn.DataParallel(net)  # noqa: DDL103\n") == []
 
 
-PLANTED = '''\
+PLANTED = """\
 import argparse
 import torch
 import torch.distributed as dist
@@ -119,7 +162,7 @@ def main():
     test_loss = evaluate(model) / len(test_loader.dataset)  # DDL114
     torch.save(model.state_dict(), "model.pt")  # DDL106 DDL107
     state = torch.load("model.pt")  # DDL109
-'''
+"""
 
 
 def test_a_third_party_script_gets_a_finding_at_each_planted_mistake(tmp_path):
@@ -128,8 +171,12 @@ def test_a_third_party_script_gets_a_finding_at_each_planted_mistake(tmp_path):
     proc = subprocess.run([*DOCTOR, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     found = {(int(line.split(":")[1]), line.split()[1]) for line in proc.stdout.splitlines()}
-    planted = {(n, code) for n, line in enumerate(PLANTED.splitlines(), 1) if "# DDL" in line
-               for code in line.split("# ")[-1].split()}
+    planted = {
+        (n, code)
+        for n, line in enumerate(PLANTED.splitlines(), 1)
+        if "# DDL" in line
+        for code in line.split("# ")[-1].split()
+    }
     assert planted <= found, sorted(planted - found)
     assert found <= planted, sorted(found - planted)  # and nothing else
     for line in proc.stdout.splitlines():  # flake8's shape: path:line:col: CODE message (guide)
@@ -143,8 +190,19 @@ def test_the_project_is_clean_and_bad_input_is_one_line(tmp_path):
     proc = subprocess.run([*DOCTOR, *files], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "", proc.stdout
     (tmp_path / "broken.py").write_text("def f(:\n")
-    for bad in ([str(tmp_path / "broken.py")], [str(tmp_path / "missing.py")], [], ["--explain", "DDL999"]):
+    for bad in (
+        [str(tmp_path / "broken.py")],
+        [str(tmp_path / "missing.py")],
+        [],
+        ["--explain", "DDL999"],
+    ):
         proc = subprocess.run([*DOCTOR, *bad], capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, bad
-    proc = subprocess.run([*DOCTOR, "--explain", "ddl105"], capture_output=True, text=True, timeout=60)
+        assert (
+            proc.returncode == 2
+            and proc.stderr.startswith("error: ")
+            and proc.stderr.count("\n") == 1
+        ), bad
+    proc = subprocess.run(
+        [*DOCTOR, "--explain", "ddl105"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and "set_epoch" in proc.stdout

@@ -2,6 +2,7 @@
 TensorBoard tracking, the fp16 scaler across resume, accelerate's scheduler trap, and torchrun's failure summary.
 Gradient accumulation's parity (2 processes x 8 x 2 micro-batches = rung 1's 32, under torchrun and accelerate) is
 in test_distributed.py's parity test; make bench measures no_sync against an all-reduce per micro-batch."""
+
 import json
 import math
 import re
@@ -14,7 +15,9 @@ from conftest import SCRIPTS, accelerate, max_abs_diff, run_script
 from test_reliability import EXACT, TASK, run, weights
 
 
-def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_every_step(tmp_path, data_dir):
+def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_every_step(
+    tmp_path, data_dir
+):
     """A cosine schedule with warm-up, SIGKILLed after its first checkpoint and resumed with --resume auto, ends on
     the uninterrupted run's weights: the scheduler's step is in the checkpoint (JSON) and the rate is recomputed
     from it. The uninterrupted run also writes TensorBoard events: loss, lr (the schedule's, step by step), grad
@@ -28,7 +31,9 @@ def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_ever
     stdout, _ = run(1, killed, data_dir, *flags, "--resume", "auto")
     assert "resuming from" in stdout and "step 14)" in stdout
     diff = max_abs_diff(weights(killed), weights(tmp_path / "whole"))
-    print(f"\ncosine, killed at step 20 and resumed from step 14: max |w - w_uninterrupted| = {diff:.2e}")
+    print(
+        f"\ncosine, killed at step 20 and resumed from step 14: max |w - w_uninterrupted| = {diff:.2e}"
+    )
     assert diff <= EXACT
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -37,12 +42,23 @@ def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_ever
     assert len(events) == 1
     acc = EventAccumulator(str(events[0]))
     acc.Reload()
-    assert {"train/loss", "train/lr", "train/grad_norm", "train/samples_per_second"} <= set(acc.Tags()["scalars"])
+    assert {"train/loss", "train/lr", "train/grad_norm", "train/samples_per_second"} <= set(
+        acc.Tags()["scalars"]
+    )
     lrs = {e.step: e.value for e in acc.Scalars("train/lr")}
     assert sorted(lrs) == list(range(1, 29))  # every optimizer step, numbered from 1
-    factor = schedule.lr_lambda(type("A", (), {"lr_schedule": "cosine", "warmup_steps": 5, "max_steps": 10 ** 9,
-                                               "epochs": 2})(), 14)
-    for step, lr in lrs.items():  # the rate step N trained with: factor(N - 1), warm-up from 0, then cosine to 0
+    factor = schedule.lr_lambda(
+        type(
+            "A", (), {"lr_schedule": "cosine", "warmup_steps": 5, "max_steps": 10**9, "epochs": 2}
+        )(),
+        14,
+    )
+    for (
+        step,
+        lr,
+    ) in (
+        lrs.items()
+    ):  # the rate step N trained with: factor(N - 1), warm-up from 0, then cosine to 0
         assert math.isclose(lr, 0.1 * factor(step - 1), rel_tol=1e-6, abs_tol=1e-9), (step, lr)
     assert lrs[6] == pytest.approx(0.1) and lrs[28] < 0.001
     losses = [e.value for e in acc.Scalars("train/loss")]
@@ -55,7 +71,9 @@ def test_default_run_writes_no_events_and_the_scheduler_restores_a_changed_lr(tm
     applies the new peak from the next step, saying so (the checkpoint's rate is not silently kept)."""
     model = torch.nn.Linear(3, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    args = type("A", (), {"lr_schedule": "cosine", "warmup_steps": 2, "max_steps": 10, "epochs": 1})()
+    args = type(
+        "A", (), {"lr_schedule": "cosine", "warmup_steps": 2, "max_steps": 10, "epochs": 1}
+    )()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule.lr_lambda(args, 10))
     for _ in range(4):
         model(torch.ones(1, 3)).sum().backward()
@@ -78,7 +96,7 @@ def test_fp16_scaler_state_survives_a_resume(tmp_path):
     makes no scaler on a CPU (it turns fp16 off there), so rung 6's end-to-end fp16 run needs a GPU."""
     model = torch.nn.Linear(3, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
     scaler.scale(torch.ones(()))  # the scale exists from the first scaled loss on
     scaler.update(new_scale=1024.0)
     scaler._growth_tracker = torch.full((), 7, dtype=torch.int32)
@@ -87,9 +105,12 @@ def test_fp16_scaler_state_survives_a_resume(tmp_path):
     checkpoint.resume("auto", tmp_path, model, opt, scaler=restored, log=lambda *_: None)
     assert restored.get_scale() == 1024.0 and restored._get_growth_tracker() == 7
     rung6 = (SCRIPTS / "6_accelerate.py").read_text()
-    assert "scaler = accelerator.scaler" in rung6  # the scaler that prepare() made, into resume and save:
-    assert re.search(r"checkpoint\.resume\([^)]*scaler", rung6) and re.search(r"checkpoint\.save\([^)]*scaler=scaler",
-                                                                             rung6)
+    assert (
+        "scaler = accelerator.scaler" in rung6
+    )  # the scaler that prepare() made, into resume and save:
+    assert re.search(r"checkpoint\.resume\([^)]*scaler", rung6) and re.search(
+        r"checkpoint\.save\([^)]*scaler=scaler", rung6
+    )
 
 
 def test_accelerate_prepared_scheduler_steps_once_per_process(tmp_path):
@@ -99,19 +120,38 @@ def test_accelerate_prepared_scheduler_steps_once_per_process(tmp_path):
     prepare() and steps it once: the same rates as every other rung."""
     proc = run_script("labs/accelerate_scheduler.py", launcher=accelerate())
     rows = dict(re.findall(r"^(\w+): (.+)$", proc.stdout, re.M))
-    plain, prepared, scaled = (json.loads(rows[k]) for k in ("unprepared", "prepared", "prepared_scaled"))
+    plain, prepared, scaled = (
+        json.loads(rows[k]) for k in ("unprepared", "prepared", "prepared_scaled")
+    )
     assert rows["world_size"] == "2"
     assert plain == scaled != prepared
-    assert prepared[:3] == plain[0:6:2][:3]  # prepared: the unprepared schedule, two steps at a time
+    assert (
+        prepared[:3] == plain[0:6:2][:3]
+    )  # prepared: the unprepared schedule, two steps at a time
 
 
 def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
     """@record on main: a worker that raises puts its exception and traceback in torchrun's failure summary
     (instead of error_file: <N/A>); bad input there is the worker's one error line, not a traceback."""
-    _, stderr = run(4, tmp_path / "out", data_dir, "--task", "cancer", "--max-steps", 3, fault="raise@2:1",
-                    marker=tmp_path / "marker", expect=1)
-    summary = stderr[stderr.index("Failures:") if "Failures:" in stderr else stderr.index("Root Cause"):]
-    assert "RuntimeError: injected fault at step 2" in summary and "<N/A>" not in summary.split("Root Cause")[1]
+    _, stderr = run(
+        4,
+        tmp_path / "out",
+        data_dir,
+        "--task",
+        "cancer",
+        "--max-steps",
+        3,
+        fault="raise@2:1",
+        marker=tmp_path / "marker",
+        expect=1,
+    )
+    summary = stderr[
+        stderr.index("Failures:") if "Failures:" in stderr else stderr.index("Root Cause") :
+    ]
+    assert (
+        "RuntimeError: injected fault at step 2" in summary
+        and "<N/A>" not in summary.split("Root Cause")[1]
+    )
     assert 'File "' in summary  # the worker's traceback, a real crash's
 
 

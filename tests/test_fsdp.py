@@ -1,5 +1,6 @@
 """Rung 7 (FSDP2, fully_shard) on 2 CPU processes over gloo: it ends on rung 1's weights, holds half of DDP's
 bytes per process, and its checkpoints move to rung 1 and back. Seed 7: one the other tests do not use."""
+
 import os
 import subprocess
 import sys
@@ -12,23 +13,52 @@ from test_distributed import FP32_TOLERANCE, launch
 SEED = ["--seed", "7"]
 
 
-def test_fsdp_ends_on_rung1_weights_with_half_the_memory_and_its_checkpoints_move_both_ways(tmp_path, data_dir):
+def test_fsdp_ends_on_rung1_weights_with_half_the_memory_and_its_checkpoints_move_both_ways(
+    tmp_path, data_dir
+):
     flags = ["--task", "cancer", "--epochs", "2", *SEED]
-    ref, ref_m = launch(1, tmp_path / "1", data_dir, *flags)  # one process holds all of it, as each DDP rank does
+    ref, ref_m = launch(
+        1, tmp_path / "1", data_dir, *flags
+    )  # one process holds all of it, as each DDP rank does
     fsdp, fsdp_m = launch(7, tmp_path / "7", data_dir, *flags)
     ddp_m = {key: ref_m[key] for key in ("param_bytes", "grad_bytes", "optimizer_bytes")}
-    print(f"\nFSDP vs rung 1: {max_abs_diff(fsdp, ref):.3g}; bytes per rank, FSDP / DDP: "
-          + ", ".join(f"{k} {fsdp_m[k]}/{ddp_m[k]}" for k in ("param_bytes", "grad_bytes", "optimizer_bytes")))
+    print(
+        f"\nFSDP vs rung 1: {max_abs_diff(fsdp, ref):.3g}; bytes per rank, FSDP / DDP: "
+        + ", ".join(
+            f"{k} {fsdp_m[k]}/{ddp_m[k]}" for k in ("param_bytes", "grad_bytes", "optimizer_bytes")
+        )
+    )
     assert fsdp_m["world_size"] == 2 and fsdp_m["steps"] == ref_m["steps"] == 28
     assert max_abs_diff(fsdp, ref) <= FP32_TOLERANCE
-    assert fsdp_m["eval_samples"] == ref_m["eval_samples"] and fsdp_m["eval_accuracy"] == ref_m["eval_accuracy"]
+    assert (
+        fsdp_m["eval_samples"] == ref_m["eval_samples"]
+        and fsdp_m["eval_accuracy"] == ref_m["eval_accuracy"]
+    )
     for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
-        assert ddp_m[key] > 0 and 0.45 <= fsdp_m[key] / ddp_m[key] <= 0.55, (key, fsdp_m[key], ddp_m[key])
+        assert ddp_m[key] > 0 and 0.45 <= fsdp_m[key] / ddp_m[key] <= 0.55, (
+            key,
+            fsdp_m[key],
+            ddp_m[key],
+        )
     # a rung-7 checkpoint taken mid-epoch resumes in rung 1, and rung 1's (epoch 1's end) resumes in rung 7
     launch(7, tmp_path / "seven", data_dir, *flags, "--max-steps", 20)
-    resumed, m = launch(1, tmp_path / "one", data_dir, *flags, "--resume", tmp_path / "seven/checkpoints/step-00000020")
+    resumed, m = launch(
+        1,
+        tmp_path / "one",
+        data_dir,
+        *flags,
+        "--resume",
+        tmp_path / "seven/checkpoints/step-00000020",
+    )
     assert m["steps"] == 28 and max_abs_diff(resumed, ref) <= FP32_TOLERANCE
-    resumed, m = launch(7, tmp_path / "seven-b", data_dir, *flags, "--resume", tmp_path / "1/checkpoints/step-00000014")
+    resumed, m = launch(
+        7,
+        tmp_path / "seven-b",
+        data_dir,
+        *flags,
+        "--resume",
+        tmp_path / "1/checkpoints/step-00000014",
+    )
     assert m["steps"] == 28 and max_abs_diff(resumed, ref) <= FP32_TOLERANCE
 
 
@@ -37,15 +67,33 @@ def test_fsdp_trains_the_gpt_to_rung1_weights(tmp_path, data_dir):
     flags = ["--task", "gpt", "--max-steps", "6", *SEED]
     ref, _ = launch(1, tmp_path / "1", data_dir, *flags)
     fsdp, m = launch(7, tmp_path / "7", data_dir, *flags)
-    assert m["model"] == "GPT" and max_abs_diff(fsdp, ref) <= FP32_TOLERANCE, max_abs_diff(fsdp, ref)
+    assert m["model"] == "GPT" and max_abs_diff(fsdp, ref) <= FP32_TOLERANCE, max_abs_diff(
+        fsdp, ref
+    )
 
 
 @pytest.mark.parametrize("script", ["6_accelerate.py"])
 def test_rung6_refuses_an_fsdp_launch_in_one_line(tmp_path, data_dir, script):
     """accelerate launch with an FSDP config sets ACCELERATE_USE_FSDP; rung 6 would save from the main process
     only (and on a CPU accelerate trains plain DDP): it refuses before training, naming rung 7."""
-    proc = subprocess.run([sys.executable, str(SCRIPTS / script), "--data-dir", str(data_dir), "--output-dir",
-                           str(tmp_path), "--task", "cancer"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **OFFLINE, "ACCELERATE_USE_FSDP": "true"})
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "scripts/7_fsdp.py" in proc.stderr, proc.stderr
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPTS / script),
+            "--data-dir",
+            str(data_dir),
+            "--output-dir",
+            str(tmp_path),
+            "--task",
+            "cancer",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **OFFLINE, "ACCELERATE_USE_FSDP": "true"},
+    )
+    assert (
+        proc.returncode == 2 and proc.stderr.count("\n") == 1 and "scripts/7_fsdp.py" in proc.stderr
+    ), proc.stderr
     assert not (tmp_path / "checkpoints").exists()

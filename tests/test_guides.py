@@ -1,5 +1,6 @@
 """The guides cannot drift: generated diffs are current, every hunk is explained, every step is within its
 budget, the side-by-side page renders in a real browser, and every `sh` command in a guide runs."""
+
 import os
 import re
 import shutil
@@ -14,9 +15,23 @@ from conftest import OFFLINE, ROOT
 
 GUIDES = ROOT / "guides"
 # The order the commands must run in: the step guides build on each other's output directories.
-GUIDE_ORDER = ["your-script.md", "step-1-2.md", "step-2-3.md", "step-3-4.md", "step-4-5.md", "step-5-6.md",
-               "step-4-7.md", "old-apis.md", "dp-vs-ddp.md", "troubleshooting.md", "multi-node.md",
-               "fault-tolerance.md", "next-steps.md", "performance.md", "benchmarks.md"]
+GUIDE_ORDER = [
+    "your-script.md",
+    "step-1-2.md",
+    "step-2-3.md",
+    "step-3-4.md",
+    "step-4-5.md",
+    "step-5-6.md",
+    "step-4-7.md",
+    "old-apis.md",
+    "dp-vs-ddp.md",
+    "troubleshooting.md",
+    "multi-node.md",
+    "fault-tolerance.md",
+    "next-steps.md",
+    "performance.md",
+    "benchmarks.md",
+]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -25,8 +40,11 @@ def sh_blocks(path):
 
 
 def test_generated_guides_are_current():
-    proc = subprocess.run([sys.executable, ROOT / "scripts" / "tools" / "make_guides.py", "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, ROOT / "scripts" / "tools" / "make_guides.py", "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr + "\nrun: make guides"
 
 
@@ -41,9 +59,13 @@ def test_every_guide_is_listed_and_linked():
     for step in make_guides.BUDGET:
         assert f"(html/step-{step[0]}-{step[1]}.html)" in index
     for path in GUIDES.glob("*.md"):  # every relative link points at a file that exists
-        prose = re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M))
+        prose = re.sub(
+            r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M)
+        )
         for target in re.findall(r"\]\((?!https?:|#)([^)#]+)", prose):
-            assert (path.parent / target).exists(), f"{path.name} links {target}, which does not exist"
+            assert (path.parent / target).exists(), (
+                f"{path.name} links {target}, which does not exist"
+            )
 
 
 def sources_copy(tmp_path, monkeypatch):
@@ -59,9 +81,17 @@ def test_a_hunk_without_an_explanation_is_an_error(tmp_path, monkeypatch):
     copy = sources_copy(tmp_path, monkeypatch)
     source = copy / "src" / "step-1-2.md"
     text = source.read_text()
-    source.write_text(re.sub(r"<!-- hunk: model = torch.nn.DataParallel\(model\) -->.*?(?=<!-- hunk:)", "", text,
-                             flags=re.S))
-    with pytest.raises(make_guides.GuideError, match="has no explanation.*model = torch.nn.DataParallel"):
+    source.write_text(
+        re.sub(
+            r"<!-- hunk: model = torch.nn.DataParallel\(model\) -->.*?(?=<!-- hunk:)",
+            "",
+            text,
+            flags=re.S,
+        )
+    )
+    with pytest.raises(
+        make_guides.GuideError, match="has no explanation.*model = torch.nn.DataParallel"
+    ):
         make_guides.build()
 
 
@@ -69,8 +99,12 @@ def test_an_explanation_without_a_hunk_is_an_error(tmp_path, monkeypatch):
     copy = sources_copy(tmp_path, monkeypatch)
     source = copy / "src" / "step-3-4.md"
     stale = "<!-- hunk: a line no script has -->\nStale.\n\n"
-    source.write_text(source.read_text().replace("<!-- after the diff -->", stale + "<!-- after the diff -->"))
-    with pytest.raises(make_guides.GuideError, match="no hunk of step 3->4 contains 'a line no script has'"):
+    source.write_text(
+        source.read_text().replace("<!-- after the diff -->", stale + "<!-- after the diff -->")
+    )
+    with pytest.raises(
+        make_guides.GuideError, match="no hunk of step 3->4 contains 'a line no script has'"
+    ):
         make_guides.build()
 
 
@@ -79,17 +113,35 @@ def test_every_step_is_within_the_budget_and_rung1_is_plain():
     <= 40 for every other step; and rung 1 is the script a user has, with no distribution vocabulary."""
     import ast
 
-    assert make_guides.BUDGET == {(1, 2): 40, (2, 3): 60, (3, 4): 40, (4, 5): 40, (5, 6): 40, (4, 7): 40}
+    assert make_guides.BUDGET == {
+        (1, 2): 40,
+        (2, 3): 60,
+        (3, 4): 40,
+        (4, 5): 40,
+        (5, 6): 40,
+        (4, 7): 40,
+    }
     for (a, b), budget in make_guides.BUDGET.items():
         changed = make_guides.code_changes(make_guides.rung(a), make_guides.rung(b))
         print(f"step {a}->{b}: {changed} changed code lines (budget {budget})")
         assert 0 < changed <= budget, (a, b, changed)
     tree = ast.parse(make_guides.rung(1).read_text())
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} | {
-        a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args}
-    assert not names & {"rank", "local_rank", "world_size", "is_main", "num_shards", "shard", "dist", "set_epoch",
-                        "sampler"}, names & {"rank", "world_size", "is_main", "num_shards", "shard", "dist"}
+    names = (
+        {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        | {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args}
+    )
+    assert not names & {
+        "rank",
+        "local_rank",
+        "world_size",
+        "is_main",
+        "num_shards",
+        "shard",
+        "dist",
+        "set_epoch",
+        "sampler",
+    }, names & {"rank", "world_size", "is_main", "num_shards", "shard", "dist"}
 
 
 def test_a_step_over_its_budget_is_an_error(monkeypatch):
@@ -101,7 +153,9 @@ def test_a_step_over_its_budget_is_an_error(monkeypatch):
 def test_a_stale_guide_fails_the_check(tmp_path, monkeypatch, capsys):
     copy = sources_copy(tmp_path, monkeypatch)
     page = copy / "step-2-3.md"
-    page.write_text(page.read_text().replace("dist.barrier()", "dist.barrier()  # edited by hand", 1))
+    page.write_text(
+        page.read_text().replace("dist.barrier()", "dist.barrier()  # edited by hand", 1)
+    )
     monkeypatch.setattr(sys, "argv", ["make_guides.py", "--check"])
     with pytest.raises(SystemExit) as e:
         make_guides.main()
@@ -115,7 +169,7 @@ def test_a_stale_guide_fails_the_check(tmp_path, monkeypatch, capsys):
 
 def test_the_step_guides_show_the_real_diff():
     """Every changed line of every step appears in its guide, in a diff block, with its +/- sign."""
-    for (a, b) in make_guides.BUDGET:
+    for a, b in make_guides.BUDGET:
         guide = (GUIDES / f"step-{a}-{b}.md").read_text()
         old = make_guides.rung(a).read_text().splitlines()
         new = make_guides.rung(b).read_text().splitlines()
@@ -128,23 +182,40 @@ def test_the_step_guides_show_the_real_diff():
 def test_side_by_side_page_renders_in_chromium(tmp_path):
     """A real headless browser renders step 2->3: two columns, removed lines highlighted on the left, added on
     the right, and one explanation row per hunk."""
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install chromium (make test does)"
+    assert Path(CHROMIUM).exists(), (
+        "Debian's chromium is missing: apt-get install chromium (make test does)"
+    )
     from PIL import Image
 
     page = GUIDES / "html" / "step-2-3.html"
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    hunk_list = make_guides.hunks(make_guides.rung(2).read_text().splitlines(),
-                                  make_guides.rung(3).read_text().splitlines())
+    flags = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
+    hunk_list = make_guides.hunks(
+        make_guides.rung(2).read_text().splitlines(), make_guides.rung(3).read_text().splitlines()
+    )
     added, removed = (sum(tag == sign for h in hunk_list for tag, _ in h.lines) for sign in "+-")
     assert "scripts/2_data_parallel.py</th>" in dom and "scripts/3_ddp_spawn.py</th>" in dom
-    assert dom.count("class=\"why\"") == len(hunk_list)
-    assert dom.count("class=\"add\"") == added > 30 and dom.count("class=\"del\"") == removed > 10
+    assert dom.count('class="why"') == len(hunk_list)
+    assert dom.count('class="add"') == added > 30 and dom.count('class="del"') == removed > 10
     shot = tmp_path / "step-2-3.png"
-    subprocess.run([*flags, "--window-size=1400,1800", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [*flags, "--window-size=1400,1800", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
     image = Image.open(shot).convert("RGB")
     width, height = image.size
     pixels = image.load()
@@ -155,17 +226,32 @@ def test_side_by_side_page_renders_in_chromium(tmp_path):
     removed, added, explanation = (255, 235, 233), (218, 251, 225), (255, 248, 197)
     assert removed in colours["left"] and removed not in colours["right"]
     assert added in colours["right"] and added not in colours["left"]
-    assert explanation in colours["left"] and explanation in colours["right"]  # rows across both columns
+    assert (
+        explanation in colours["left"] and explanation in colours["right"]
+    )  # rows across both columns
 
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory, data_dir):
     """A directory that looks like the repository root to the guides' commands, with its own out/."""
     root = tmp_path_factory.mktemp("guide-commands")
-    for name in ("scripts", "accelerate_configs", "tests", "guides", ".venv", "Makefile", "requirements.txt"):
+    for name in (
+        "scripts",
+        "accelerate_configs",
+        "tests",
+        "guides",
+        ".venv",
+        "Makefile",
+        "requirements.txt",
+    ):
         (root / name).symlink_to(ROOT / name)
-    env = {**os.environ, **OFFLINE, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
-           "DDP_LADDER_CACHE": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        **OFFLINE,
+        "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "DDP_LADDER_CACHE": str(data_dir),
+        "PYTHONUNBUFFERED": "1",
+    }
     env.pop("VIRTUAL_ENV", None)
     return root, env
 
@@ -174,10 +260,17 @@ def sandbox(tmp_path_factory, data_dir):
 def test_every_sh_command_in_the_guides_runs(sandbox, guide):
     root, env = sandbox
     for block in sh_blocks(GUIDES / guide):
-        proc = subprocess.run(["bash", "-e", "-c", block], cwd=root, env=env, capture_output=True, text=True,
-                              timeout=300)
-        assert proc.returncode == 0, \
+        proc = subprocess.run(
+            ["bash", "-e", "-c", block],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, (
             f"{guide}:\n{block}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
         out = proc.stdout + proc.stderr
         if "compare.py" in block:
             assert "DIFFERENT" not in out and "the same within" in out, out
@@ -190,8 +283,13 @@ def test_every_sh_command_in_the_guides_runs(sandbox, guide):
             assert "world size 2" in out
         if "scripts/tools/bench.py" in block:
             assert "input pipeline: loader / preloaded (digits)" in out
-        if "scripts/labs/collectives.py" in block:  # node 1's second process: rank 3, local rank 1, node 1
-            assert re.search(r"\d+ +3 +1 +1 +cpu", out) and "all 1 operations gave the expected results" in out
+        if (
+            "scripts/labs/collectives.py" in block
+        ):  # node 1's second process: rank 3, local rank 1, node 1
+            assert (
+                re.search(r"\d+ +3 +1 +1 +cpu", out)
+                and "all 1 operations gave the expected results" in out
+            )
 
 
 def test_commands_left_to_a_test_name_a_test_that_exists():
@@ -210,27 +308,50 @@ def test_sh_blocks_only_where_they_run_here():
     step-4-7, whose FSDP commands tests/test_fsdp.py runs with assertions (not twice: the suite's time budget)."""
     for name in GUIDE_ORDER:
         blocks = sh_blocks(GUIDES / name)
-        assert blocks or name in ("next-steps.md", "benchmarks.md", "step-4-7.md"), f"{name}: nothing runs on CPU"
+        assert blocks or name in ("next-steps.md", "benchmarks.md", "step-4-7.md"), (
+            f"{name}: nothing runs on CPU"
+        )
         for block in blocks:
             assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
 
 
-@pytest.mark.parametrize("script,expected", [
-    ("torchrun.sbatch", ["srun --kill-on-bad-exit=1 torchrun --nnodes=3 --nproc_per_node=4 --rdzv-id=777",
-                         "--rdzv-backend=c10d --rdzv-endpoint=node01:29500 --max-restarts=3",
-                         "scripts/4_ddp_torchrun.py --resume auto --output-dir out/slurm-777 --task cancer"]),
-    ("accelerate.sbatch", ["--config_file accelerate_configs/2machines_rank0.yaml",
-                           "--num_machines 3 --num_processes 12", "--machine_rank $SLURM_NODEID",
-                           "--main_process_ip node01 --main_process_port 29500",
-                           "scripts/6_accelerate.py --resume auto --output-dir out/slurm-777 --task cancer"]),
-])
+@pytest.mark.parametrize(
+    "script,expected",
+    [
+        (
+            "torchrun.sbatch",
+            [
+                "srun --kill-on-bad-exit=1 torchrun --nnodes=3 --nproc_per_node=4 --rdzv-id=777",
+                "--rdzv-backend=c10d --rdzv-endpoint=node01:29500 --max-restarts=3",
+                "scripts/4_ddp_torchrun.py --resume auto --output-dir out/slurm-777 --task cancer",
+            ],
+        ),
+        (
+            "accelerate.sbatch",
+            [
+                "--config_file accelerate_configs/2machines_rank0.yaml",
+                "--num_machines 3 --num_processes 12",
+                "--machine_rank $SLURM_NODEID",
+                "--main_process_ip node01 --main_process_port 29500",
+                "scripts/6_accelerate.py --resume auto --output-dir out/slurm-777 --task cancer",
+            ],
+        ),
+    ],
+)
 def test_slurm_scripts_parse_and_build_the_documented_command(script, expected):
     path = ROOT / "scripts" / "labs" / "slurm" / script
     assert subprocess.run(["bash", "-n", path]).returncode == 0
     text = path.read_text()
     assert "#SBATCH --requeue" in text and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in text
-    env = {**os.environ, "DRY_RUN": "1", "SLURM_JOB_ID": "777", "SLURM_NNODES": "3", "SLURM_GPUS_ON_NODE": "4"}
-    out = subprocess.run(["bash", path, "--task", "cancer"], env=env, capture_output=True, text=True,
-                         check=True).stdout
+    env = {
+        **os.environ,
+        "DRY_RUN": "1",
+        "SLURM_JOB_ID": "777",
+        "SLURM_NNODES": "3",
+        "SLURM_GPUS_ON_NODE": "4",
+    }
+    out = subprocess.run(
+        ["bash", path, "--task", "cancer"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     for piece in expected:
         assert piece in out, (piece, out)

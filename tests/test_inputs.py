@@ -1,5 +1,6 @@
 """Input is validated where it enters (issue 15): flags, tabular data, labels, images. Each case is one
 UsageError line naming the fix, or correct behaviour; nothing trains on garbage."""
+
 import sys
 
 import numpy as np
@@ -22,12 +23,18 @@ def table(label=lambda i: i % 2, a=lambda i: i * 0.1, b=lambda i: (i * 7) % 5):
     return [("a", "b", "label")] + [(a(i), b(i), label(i)) for i in range(ROWS)]
 
 
-@pytest.mark.parametrize("flags,needle", [
-    (["--lr", "nan"], "--lr must be a positive number"), (["--lr", "-1"], "--lr must be a positive number"),
-    (["--lr", "inf"], "--lr must be a positive number"), (["--momentum", "3"], "--momentum must be at least 0"),
-    (["--seed", str(2 ** 70)], "--seed must be between"), (["--image-size", "0"], "--image-size must be at least 1"),
-    (["--dist-timeout", "0"], "--dist-timeout must be more than 0"),
-])
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        (["--lr", "nan"], "--lr must be a positive number"),
+        (["--lr", "-1"], "--lr must be a positive number"),
+        (["--lr", "inf"], "--lr must be a positive number"),
+        (["--momentum", "3"], "--momentum must be at least 0"),
+        (["--seed", str(2**70)], "--seed must be between"),
+        (["--image-size", "0"], "--image-size must be at least 1"),
+        (["--dist-timeout", "0"], "--dist-timeout must be more than 0"),
+    ],
+)
 def test_bad_flag_values_are_one_line(flags, needle, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["4_ddp_torchrun.py"])
     with pytest.raises(UsageError, match=needle):
@@ -38,17 +45,38 @@ def build(tmp_path, data_dir, path, **extra):
     return data.build(args_for(data_dir, dataset=str(path), **extra))
 
 
-@pytest.mark.parametrize("rows,needle,extra", [
-    (table(a=lambda i: "nan" if i == 7 else i), "feature 'a' is nan (empty, NaN or infinite)", {}),
-    (table(b=lambda i: "inf" if i == 3 else i), "feature 'b' is inf", {}),
-    (table(label=lambda i: "" if i == 5 else i % 2), "must hold whole class numbers or names", {}),
-    (table(label=lambda i: i * 0.37), "must hold whole class numbers or names", {}),
-    (table(label=lambda i: 1), "has 1 distinct value(s): classification needs at least two", {}),
-    (table(), "is among --feature-columns", {"feature_columns": "a,label"}),
-    (table(b=lambda i: f"x{i}"), "feature column 'b' is not numeric", {"feature_columns": "a,b"}),
-    (table()[:4], "the train split has 3 rows: at least 10", {}),
-])
-def test_tabular_data_that_would_train_on_garbage_is_refused(tmp_path, data_dir, rows, needle, extra):
+@pytest.mark.parametrize(
+    "rows,needle,extra",
+    [
+        (
+            table(a=lambda i: "nan" if i == 7 else i),
+            "feature 'a' is nan (empty, NaN or infinite)",
+            {},
+        ),
+        (table(b=lambda i: "inf" if i == 3 else i), "feature 'b' is inf", {}),
+        (
+            table(label=lambda i: "" if i == 5 else i % 2),
+            "must hold whole class numbers or names",
+            {},
+        ),
+        (table(label=lambda i: i * 0.37), "must hold whole class numbers or names", {}),
+        (
+            table(label=lambda i: 1),
+            "has 1 distinct value(s): classification needs at least two",
+            {},
+        ),
+        (table(), "is among --feature-columns", {"feature_columns": "a,label"}),
+        (
+            table(b=lambda i: f"x{i}"),
+            "feature column 'b' is not numeric",
+            {"feature_columns": "a,b"},
+        ),
+        (table()[:4], "the train split has 3 rows: at least 10", {}),
+    ],
+)
+def test_tabular_data_that_would_train_on_garbage_is_refused(
+    tmp_path, data_dir, rows, needle, extra
+):
     with pytest.raises(UsageError, match=needle.replace("(", r"\(").replace(")", r"\)")) as e:
         build(tmp_path, data_dir, csv(tmp_path, rows), **extra)
     assert "\n" not in str(e.value)
@@ -72,13 +100,17 @@ def folder(root, images):
 
 def test_16_bit_images_keep_their_range_and_corrupt_ones_are_named(tmp_path, data_dir):
     rng = np.random.default_rng(0)
-    images = [(str(i % 2), Image.fromarray((rng.random((8, 8)) * 60000).astype(np.uint16)))
-              for i in range(24)]
+    images = [
+        (str(i % 2), Image.fromarray((rng.random((8, 8)) * 60000).astype(np.uint16)))
+        for i in range(24)
+    ]
     root = folder(tmp_path / "sixteen", images)
     train, eval_, info = build(tmp_path, data_dir, root, image_size=8)
     x = np.concatenate([train[:]["inputs"].numpy(), eval_[:]["inputs"].numpy()])
     assert info.input_shape == (1, 8, 8) and 0.0 <= x.min() and x.max() <= 1.0
-    assert 0.05 < x.mean() < 0.95 and (x < 0.99).mean() > 0.9  # not saturated to 1.0 as an 8-bit conversion would
+    assert (
+        0.05 < x.mean() < 0.95 and (x < 0.99).mean() > 0.9
+    )  # not saturated to 1.0 as an 8-bit conversion would
     (root / "0" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
     with pytest.raises(UsageError, match="cannot be read") as e:
         build(tmp_path, data_dir, root, image_size=8)
@@ -86,7 +118,9 @@ def test_16_bit_images_keep_their_range_and_corrupt_ones_are_named(tmp_path, dat
 
 
 def test_the_cache_sees_an_image_added_inside_a_class_folder(tmp_path, data_dir):
-    images = [(str(i % 2), Image.fromarray(np.full((8, 8), i * 9, np.uint8), mode="L")) for i in range(24)]
+    images = [
+        (str(i % 2), Image.fromarray(np.full((8, 8), i * 9, np.uint8), mode="L")) for i in range(24)
+    ]
     root = folder(tmp_path / "grey", images)
     train, eval_, _ = build(tmp_path, data_dir, root, image_size=8)
     before = len(train) + len(eval_)
@@ -102,7 +136,9 @@ def test_one_run_per_output_dir_and_stale_locks_are_taken_over(tmp_path, capsys)
     cli.lock_output_dir(tmp_path)  # this test's process holds it now
     with pytest.raises(UsageError, match=r"another run \(pid \d+\) is using --output-dir"):
         cli.lock_output_dir(tmp_path)
-    (tmp_path / ".lock").write_text(json.dumps({"pid": 2 ** 22 + 12345, "host": socket.gethostname()}))  # gone
+    (tmp_path / ".lock").write_text(
+        json.dumps({"pid": 2**22 + 12345, "host": socket.gethostname()})
+    )  # gone
     cli.lock_output_dir(tmp_path)
     assert "left by a run that is gone" in capsys.readouterr().out
     (tmp_path / ".lock").write_text(json.dumps({"pid": 1, "host": "elsewhere"}))
@@ -123,15 +159,31 @@ def test_a_resumed_run_keeps_its_own_lr_and_says_so(tmp_path):
     new = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     logs = []
     checkpoint.resume("auto", tmp_path, model, new, log=logs.append)
-    assert new.param_groups[0]["lr"] == 0.01 and new.state  # the flag, with the checkpoint's momentum buffers
+    assert (
+        new.param_groups[0]["lr"] == 0.01 and new.state
+    )  # the flag, with the checkpoint's momentum buffers
     assert "this run's flags kept: lr 0.01 (the checkpoint had 0.05)" in logs[0]
 
 
 def test_a_diverging_loss_stops_in_one_line_before_its_checkpoint(tmp_path, data_dir):
     from conftest import run_script
 
-    proc = run_script("1_single_gpu.py", "--task", "cancer", "--epochs", 2, "--lr", "1e12", "--data-dir", data_dir,
-                      "--output-dir", tmp_path, check=False)
+    proc = run_script(
+        "1_single_gpu.py",
+        "--task",
+        "cancer",
+        "--epochs",
+        2,
+        "--lr",
+        "1e12",
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        tmp_path,
+        check=False,
+    )
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "the training loss became" in lines[0], proc.stderr
+    assert proc.returncode == 2 and len(lines) == 1 and "the training loss became" in lines[0], (
+        proc.stderr
+    )
     assert not (tmp_path / "checkpoints").exists() or not any((tmp_path / "checkpoints").iterdir())

@@ -1,6 +1,7 @@
 """Reliability on CPU, 2 processes over gloo: a rank killed and restarted, preemption by SIGTERM, hangs, bad
 launches, eval at awkward sizes. Faults are injected from outside the rungs (tests/faults/sitecustomize.py), at a
 step the test chooses. Crashes during a save and corrupt checkpoints: tests/test_checkpoint.py."""
+
 import json
 import os
 import shutil
@@ -27,24 +28,46 @@ FAULTS = ROOT / "tests" / "faults"
 RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}  # what the Makefile and the guides set
 TASK = ["--task", "cancer", "--epochs", "2"]  # 14 steps an epoch at global batch 32: 28 steps
 EXACT = 1e-6  # max |w - w_reference| after a fault and a resume (measured: 0 against the same rung, 6e-8 vs rung 1)
-SIGTERM_BOUND = 20  # seconds from SIGTERM to a checkpointed exit (the schedulers' grace period is 30)
+SIGTERM_BOUND = (
+    20  # seconds from SIGTERM to a checkpointed exit (the schedulers' grace period is 30)
+)
 
 
-
-
-def start(rung, out, data_dir, *flags, fault=None, marker=None, env=None, launcher_flags=(), nproc=None):
+def start(
+    rung, out, data_dir, *flags, fault=None, marker=None, env=None, launcher_flags=(), nproc=None
+):
     """Start a rung in its own session (so a test can signal the whole job, as Slurm does) and return it: one
     process for rungs 1-2, two for 3-6, at a global batch of 32."""
     nproc = nproc or (1 if rung <= 2 else 2)
     batch = 32 // nproc if "--batch-size" not in map(str, flags) else None
-    cmd = [*command(rung, nproc, launcher_flags), *(["--batch-size", str(batch)] if batch else []),
-           "--data-dir", str(data_dir), "--output-dir", str(out), *map(str, flags)]
+    cmd = [
+        *command(rung, nproc, launcher_flags),
+        *(["--batch-size", str(batch)] if batch else []),
+        "--data-dir",
+        str(data_dir),
+        "--output-dir",
+        str(out),
+        *map(str, flags),
+    ]
     full_env = {**os.environ, **OFFLINE, "PYTHONUNBUFFERED": "1", **RESTART_ENV, **(env or {})}
     if fault:
-        full_env.update({"PYTHONPATH": str(FAULTS), "DDP_LADDER_FAULT": fault, "DDP_LADDER_FAULT_MARKER": str(marker),
-                         "DDP_LADDER_FAULT_PARENT": "1" if rung >= 3 else ""})
-    return subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+        full_env.update(
+            {
+                "PYTHONPATH": str(FAULTS),
+                "DDP_LADDER_FAULT": fault,
+                "DDP_LADDER_FAULT_MARKER": str(marker),
+                "DDP_LADDER_FAULT_PARENT": "1" if rung >= 3 else "",
+            }
+        )
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def kill_job(proc):
@@ -68,14 +91,14 @@ def finish(proc, timeout=240):
 
 def run(rung, out, data_dir, *flags, expect=0, **kw):
     code, stdout, stderr = finish(start(rung, out, data_dir, *flags, **kw))
-    assert code == expect, f"rung {rung} exited {code}, expected {expect}\n{stdout[-3000:]}\n{stderr[-3000:]}"
+    assert code == expect, (
+        f"rung {rung} exited {code}, expected {expect}\n{stdout[-3000:]}\n{stderr[-3000:]}"
+    )
     return stdout, stderr
 
 
 def weights(out):
     return load_file(Path(out) / "model.safetensors")
-
-
 
 
 def metrics_of(out):
@@ -86,10 +109,19 @@ def test_a_killed_rank_restarts_and_ends_on_the_same_weights(tmp_path, data_dir,
     """SIGKILL rank 1 mid-epoch 2 under torchrun --max-restarts=1: all workers restart, resume from the epoch-1
     checkpoint and end bitwise where the uninterrupted run ends. Five times, because restarts over gloo used to
     fail 5 times in 8 (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is the fix)."""
-    for attempt in range(1):  # 5 of 5 when measured in a loop; once per suite run keeps the suite in its budget
+    for attempt in range(
+        1
+    ):  # 5 of 5 when measured in a loop; once per suite run keeps the suite in its budget
         out = tmp_path / f"run{attempt}"
-        stdout, stderr = run(4, out, data_dir, *TASK, fault="kill@20:1", marker=tmp_path / f"m{attempt}",
-                             launcher_flags=["--max-restarts=1"])
+        stdout, stderr = run(
+            4,
+            out,
+            data_dir,
+            *TASK,
+            fault="kill@20:1",
+            marker=tmp_path / f"m{attempt}",
+            launcher_flags=["--max-restarts=1"],
+        )
         assert "fault: kill at step 20 on rank 1" in stdout
         assert "resuming from" in stdout and "step-00000014" in stdout, stdout
         assert "warning: restarts may fail" not in stdout  # the store is not shared
@@ -104,38 +136,75 @@ def test_rung6_killed_rank_restarts_under_accelerate_launch(tmp_path, data_dir, 
     rendezvous, whose store the workers always share whatever TORCH_DISABLE_SHARE_RDZV_TCP_STORE says (a restart
     then hung once in a clean-clone run), and it ignores a config's rdzv_backend. torchrun's standalone mode,
     switched on by its PET_STANDALONE variable, gives a c10d rendezvous on a free port, unshared."""
-    stdout, _ = run(6, tmp_path / "out", data_dir, *TASK, fault="kill@20:1", marker=tmp_path / "m",
-                    launcher_flags=["--max_restarts", "1"], env={"PET_STANDALONE": "1"})
+    stdout, _ = run(
+        6,
+        tmp_path / "out",
+        data_dir,
+        *TASK,
+        fault="kill@20:1",
+        marker=tmp_path / "m",
+        launcher_flags=["--max_restarts", "1"],
+        env={"PET_STANDALONE": "1"},
+    )
     assert "resuming from" in stdout and "step-00000014" in stdout, stdout
     assert "warning: restarts may fail" not in stdout  # the store is not shared
     assert max_abs_diff(weights(tmp_path / "out"), reference[1]) <= EXACT
 
 
 def test_shared_rendezvous_store_with_restarts_is_warned_about(tmp_path, data_dir):
-    stdout, _ = run(4, tmp_path / "out", data_dir, "--task", "cancer", "--max-steps", 1,
-                    launcher_flags=["--max-restarts=1"], env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "0"})
-    assert "warning: restarts may fail or hang" in stdout and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in stdout
+    stdout, _ = run(
+        4,
+        tmp_path / "out",
+        data_dir,
+        "--task",
+        "cancer",
+        "--max-steps",
+        1,
+        launcher_flags=["--max-restarts=1"],
+        env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "0"},
+    )
+    assert (
+        "warning: restarts may fail or hang" in stdout
+        and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in stdout
+    )
 
 
 # How SIGTERM reaches each rung: to the whole job (Slurm, Ctrl-C) or to the launcher alone (Kubernetes' PID 1),
 # which must pass it on (torchrun and accelerate do; rung 3's parent does it itself).
-DELIVERY = {1: "term-parent", 2: "term-group", 3: "term-parent", 4: "term-group", 5: "term-parent",
-            6: "term-group"}
+DELIVERY = {
+    1: "term-parent",
+    2: "term-group",
+    3: "term-parent",
+    4: "term-group",
+    5: "term-parent",
+    6: "term-group",
+}
 
 
 # Rung 2 on a CPU is rung 1; rungs 4-5 share the loop and launcher (test_ctrl_c_... sends torchrun's workers
 # SIGINT to the whole job, the same handler and agreement); rung 1: test_ctrl_c_...[group-sigterm-...].
-@pytest.mark.parametrize("rung", [3])  # rung 6: Ctrl-C under accelerate launch, below (every process signalled)
+@pytest.mark.parametrize(
+    "rung", [3]
+)  # rung 6: Ctrl-C under accelerate launch, below (every process signalled)
 def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, reference, rung):
     out, marker = tmp_path / "out", tmp_path / "marker"
     flags = [*TASK, "--mixed-precision", "no"] if rung == 5 else TASK
-    proc = start(rung, out, data_dir, *flags, fault=f"{DELIVERY[rung]}@17:{1 if rung >= 3 else 0}", marker=marker)
+    proc = start(
+        rung,
+        out,
+        data_dir,
+        *flags,
+        fault=f"{DELIVERY[rung]}@17:{1 if rung >= 3 else 0}",
+        marker=marker,
+    )
     code, stdout, stderr = finish(proc)
     exited = time.time()
     # The rungs exit with preemption.EXIT_CODE; torchrun and accelerate, told to stop, report 1 after them.
     assert code == (preemption.EXIT_CODE if rung <= 3 else 1), (code, stderr[-2000:])
     took = exited - float(marker.read_text())
-    print(f"\nrung {rung}: SIGTERM ({DELIVERY[rung]}) at step 17 -> checkpointed exit {took:.2f} s later")
+    print(
+        f"\nrung {rung}: SIGTERM ({DELIVERY[rung]}) at step 17 -> checkpointed exit {took:.2f} s later"
+    )
     assert took < SIGTERM_BOUND
     stop = 20  # the signal came after step 17; the ranks agree to stop at the next multiple of CHECK_EVERY
     assert f"stopped by SIGTERM at step {stop}, checkpoint saved" in stdout, stdout + stderr[-2000:]
@@ -147,7 +216,9 @@ def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, refer
     assert max_abs_diff(weights(out), reference[1]) <= EXACT
 
 
-def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refuses(tmp_path, data_dir):
+def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refuses(
+    tmp_path, data_dir
+):
     """A checkpoint 40 steps of 8 (320 samples) into epoch 0 continues at a global batch of 32, in one process and
     in two, from the next unseen sample (4 more steps of epoch 0, then epoch 1: 58 steps), and is refused in one
     line at 24, which does not divide 320. (It used to loop forever: its batch counter was past the new epoch's
@@ -157,24 +228,86 @@ def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refus
     ckpt = first / "checkpoints" / "step-00000040"
     for rung, batch in ((1, 32), (4, 16)):
         out = tmp_path / f"rung{rung}"
-        run(rung, out, data_dir, "--task", "cancer", "--batch-size", batch, "--epochs", 2, "--resume", ckpt)
+        run(
+            rung,
+            out,
+            data_dir,
+            "--task",
+            "cancer",
+            "--batch-size",
+            batch,
+            "--epochs",
+            2,
+            "--resume",
+            ckpt,
+        )
         assert (metrics_of(out)["steps"], metrics_of(out)["epochs"]) == (58, 2)
-    _, stderr = run(1, tmp_path / "bad", data_dir, "--task", "cancer", "--batch-size", 24, "--epochs", 2,
-                    "--resume", ckpt, expect=2)
+    _, stderr = run(
+        1,
+        tmp_path / "bad",
+        data_dir,
+        "--task",
+        "cancer",
+        "--batch-size",
+        24,
+        "--epochs",
+        2,
+        "--resume",
+        ckpt,
+        expect=2,
+    )
     assert "not a whole number of this run's global batch of 24" in one_error_line(stderr)
 
 
-@pytest.mark.parametrize("rung,fault,flags,signame,code", [
-    (1, "term-group@17:0", ["--num-workers", 2], "SIGTERM", 143),  # Slurm signals every process, loader workers too
-    (1, "int-parent@17:0", [], "SIGINT", 130),  # Ctrl-C on the plain script: no KeyboardInterrupt, a checkpoint
-    (4, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on torchrun: SIGINT to the launcher and every worker
-    (6, "int-group@17:1", [], "SIGINT", 1),  # Ctrl-C on accelerate launch (torchrun inside): the same, and it says 1
-], ids=["group-sigterm-with-loader-workers", "ctrl-c-rung1", "ctrl-c-torchrun", "ctrl-c-accelerate-launch"])
-def test_ctrl_c_and_group_signals_checkpoint_first(tmp_path, data_dir, reference, rung, fault, flags, signame, code):
+@pytest.mark.parametrize(
+    "rung,fault,flags,signame,code",
+    [
+        (
+            1,
+            "term-group@17:0",
+            ["--num-workers", 2],
+            "SIGTERM",
+            143,
+        ),  # Slurm signals every process, loader workers too
+        (
+            1,
+            "int-parent@17:0",
+            [],
+            "SIGINT",
+            130,
+        ),  # Ctrl-C on the plain script: no KeyboardInterrupt, a checkpoint
+        (
+            4,
+            "int-group@17:1",
+            [],
+            "SIGINT",
+            1,
+        ),  # Ctrl-C on torchrun: SIGINT to the launcher and every worker
+        (
+            6,
+            "int-group@17:1",
+            [],
+            "SIGINT",
+            1,
+        ),  # Ctrl-C on accelerate launch (torchrun inside): the same, and it says 1
+    ],
+    ids=[
+        "group-sigterm-with-loader-workers",
+        "ctrl-c-rung1",
+        "ctrl-c-torchrun",
+        "ctrl-c-accelerate-launch",
+    ],
+)
+def test_ctrl_c_and_group_signals_checkpoint_first(
+    tmp_path, data_dir, reference, rung, fault, flags, signame, code
+):
     out = tmp_path / "out"
     proc = start(rung, out, data_dir, *TASK, *flags, fault=fault, marker=tmp_path / "marker")
     returncode, stdout, stderr = finish(proc)
-    assert returncode == code, (returncode, stderr[-2000:])  # torchrun, interrupted, reports 1 after its workers
+    assert returncode == code, (
+        returncode,
+        stderr[-2000:],
+    )  # torchrun, interrupted, reports 1 after its workers
     assert f"stopped by {signame} at step 20, checkpoint saved" in stdout, stdout + stderr[-2000:]
     assert "KeyboardInterrupt" not in stderr and "worker killed by signal" not in stderr
     assert sorted(p.name for p in (out / "checkpoints").iterdir())[-1] == "step-00000020"
@@ -186,11 +319,22 @@ def tiny_filesystem(size):
     """A command prefix that runs under a mount namespace with a tmpfs of `size` on its first argument's place:
     a real full disk (ENOSPC), not an injected error. Root only (unshare and mount)."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("a real small filesystem needs root and unshare (mount namespaces); the injected faults in "
-                    "tests/test_checkpoint.py still run")
-    return lambda where, cmd: ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               f'mkdir -p "$1" && mount -t tmpfs -o size={size} tmpfs "$1" && shift && exec "$@"',
-                               "sh", str(where), *map(str, cmd)]
+        pytest.skip(
+            "a real small filesystem needs root and unshare (mount namespaces); the injected faults in "
+            "tests/test_checkpoint.py still run"
+        )
+    return lambda where, cmd: [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'mkdir -p "$1" && mount -t tmpfs -o size={size} tmpfs "$1" && shift && exec "$@"',
+        "sh",
+        str(where),
+        *map(str, cmd),
+    ]
 
 
 def test_a_really_full_disk_is_one_line_and_leaves_no_debris(tmp_path, data_dir):
@@ -198,43 +342,94 @@ def test_a_really_full_disk_is_one_line_and_leaves_no_debris(tmp_path, data_dir)
     stops with one error line; no .tmp-* directory or file is left behind. The same for a full --data-dir."""
     wrap = tiny_filesystem("48k")
     out, script = tmp_path / "full", SCRIPTS / "1_single_gpu.py"
-    cmd = wrap(out, [sys.executable, script, "--task", "cancer", "--epochs", 1, "--data-dir", data_dir,
-                     "--output-dir", out])
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **OFFLINE})
+    cmd = wrap(
+        out,
+        [
+            sys.executable,
+            script,
+            "--task",
+            "cancer",
+            "--epochs",
+            1,
+            "--data-dir",
+            data_dir,
+            "--output-dir",
+            out,
+        ],
+    )
+    proc = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **OFFLINE}
+    )
     if "mount" in proc.stderr and "permission denied" in proc.stderr.lower():
         pytest.skip(f"this container cannot mount a tmpfs: {proc.stderr.strip()[:200]}")
     line = one_error_line(proc.stderr)
-    assert proc.returncode == 2 and "could not write checkpoint" in line and "No space left" in line, proc.stderr
+    assert (
+        proc.returncode == 2 and "could not write checkpoint" in line and "No space left" in line
+    ), proc.stderr
     cache = tmp_path / "cache"
-    cmd = wrap(cache, [sys.executable, script, "--task", "digits", "--epochs", 1, "--data-dir", cache,
-                       "--output-dir", tmp_path / "out2"])
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **OFFLINE})
+    cmd = wrap(
+        cache,
+        [
+            sys.executable,
+            script,
+            "--task",
+            "digits",
+            "--epochs",
+            1,
+            "--data-dir",
+            cache,
+            "--output-dir",
+            tmp_path / "out2",
+        ],
+    )
+    proc = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **OFFLINE}
+    )
     line = one_error_line(proc.stderr)
-    assert proc.returncode == 2 and "could not write the prepared dataset under --data-dir" in line, proc.stderr
+    assert (
+        proc.returncode == 2 and "could not write the prepared dataset under --data-dir" in line
+    ), proc.stderr
 
 
 def test_a_hung_rank_becomes_an_error_within_the_timeout(tmp_path, data_dir):
     """Rank 1 stops joining collectives at step 5; rank 0 must fail within --dist-timeout with a line that names
     the likely cause, not wait forever."""
     marker = tmp_path / "marker"
-    proc = start(4, tmp_path / "out", data_dir, "--task", "cancer", "--dist-timeout", 3, fault="stall@5:1",
-                 marker=marker)
+    proc = start(
+        4,
+        tmp_path / "out",
+        data_dir,
+        "--task",
+        "cancer",
+        "--dist-timeout",
+        3,
+        fault="stall@5:1",
+        marker=marker,
+    )
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)  # line by line
     reader.start()
     deadline = time.time() + 120
     try:  # torchrun then waits its 30 s grace for the hung rank to exit: the test does not wait for that
-        while not any(line.startswith("error (rank 0)") for line in lines) and time.time() < deadline:
+        while (
+            not any(line.startswith("error (rank 0)") for line in lines) and time.time() < deadline
+        ):
             time.sleep(0.2)
         failed_after = time.time() - float(marker.read_text())
     finally:
         kill_job(proc)
         proc.communicate()
-    print(f"\nrank 1 hung at step 5 -> rank 0's error {failed_after:.2f} s later (--dist-timeout 3)")
+    print(
+        f"\nrank 1 hung at step 5 -> rank 0's error {failed_after:.2f} s later (--dist-timeout 3)"
+    )
     error = [line for line in lines if line.startswith("error")]
-    assert error and "a collective waited more than --dist-timeout 3 s" in error[0], "".join(lines[-30:])
+    assert error and "a collective waited more than --dist-timeout 3 s" in error[0], "".join(
+        lines[-30:]
+    )
     assert "another rank stopped joining collectives" in error[0]
-    assert failed_after < 3 + 10, failed_after  # the timeout, plus the steps and the start of the failure path
+    assert failed_after < 3 + 10, (
+        failed_after
+    )  # the timeout, plus the steps and the start of the failure path
 
 
 def listening_socket():
@@ -254,28 +449,61 @@ def one_error_line(stderr):
 def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monkeypatch):
     flags = ["--data-dir", data_dir, "--output-dir", tmp_path / "out", "--task", "cancer"]
     with listening_socket() as s:  # rung 3's rendezvous port is taken
-        _, stderr = run(3, tmp_path / "out", data_dir, "--task", "cancer", expect=2,
-                        env={"MASTER_PORT": str(s.getsockname()[1])})
-        assert f"port {s.getsockname()[1]} is in use" in one_error_line(stderr) and "MASTER_PORT" in stderr
+        _, stderr = run(
+            3,
+            tmp_path / "out",
+            data_dir,
+            "--task",
+            "cancer",
+            expect=2,
+            env={"MASTER_PORT": str(s.getsockname()[1])},
+        )
+        assert (
+            f"port {s.getsockname()[1]} is in use" in one_error_line(stderr)
+            and "MASTER_PORT" in stderr
+        )
     # WORLD_SIZE without RANK (a half-copied environment): rungs 4 and 6 refuse it
     for script in ("4_ddp_torchrun.py", "6_accelerate.py"):
-        proc = subprocess.run([sys.executable, SCRIPTS / script, *map(str, flags)], cwd=ROOT, capture_output=True,
-                              text=True, env={**os.environ, **OFFLINE, "WORLD_SIZE": "2"})
+        proc = subprocess.run(
+            [sys.executable, SCRIPTS / script, *map(str, flags)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **OFFLINE, "WORLD_SIZE": "2"},
+        )
         assert proc.returncode == 2 and "RANK" in one_error_line(proc.stderr), proc.stderr
     # A manual env:// launch (no torchrun): a port in use, and WORLD_SIZE=2 with one rank started (it says what it
     # waits for, then fails in one line after --dist-timeout instead of a DistStoreError traceback).
-    manual = {**os.environ, **OFFLINE, "MASTER_ADDR": "127.0.0.1", "RANK": "0", "LOCAL_RANK": "0",
-              "LOCAL_WORLD_SIZE": "1"}
+    manual = {
+        **os.environ,
+        **OFFLINE,
+        "MASTER_ADDR": "127.0.0.1",
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1",
+    }
     with listening_socket() as s:
-        proc = subprocess.run([sys.executable, SCRIPTS / "4_ddp_torchrun.py", *map(str, flags)], cwd=ROOT,
-                              capture_output=True, text=True, env={**manual, "WORLD_SIZE": "1",
-                                                                   "MASTER_PORT": str(s.getsockname()[1])})
-        assert proc.returncode == 2 and f"port {s.getsockname()[1]} is in use" in one_error_line(proc.stderr)
-    proc = subprocess.run([sys.executable, SCRIPTS / "4_ddp_torchrun.py", *map(str, flags), "--dist-timeout", "2"],
-                          cwd=ROOT, capture_output=True, text=True,
-                          env={**manual, "WORLD_SIZE": "2", "MASTER_PORT": str(free_port())})
+        proc = subprocess.run(
+            [sys.executable, SCRIPTS / "4_ddp_torchrun.py", *map(str, flags)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**manual, "WORLD_SIZE": "1", "MASTER_PORT": str(s.getsockname()[1])},
+        )
+        assert proc.returncode == 2 and f"port {s.getsockname()[1]} is in use" in one_error_line(
+            proc.stderr
+        )
+    proc = subprocess.run(
+        [sys.executable, SCRIPTS / "4_ddp_torchrun.py", *map(str, flags), "--dist-timeout", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**manual, "WORLD_SIZE": "2", "MASTER_PORT": str(free_port())},
+    )
     assert "waiting up to --dist-timeout 2 s for 2 processes" in proc.stdout
-    assert proc.returncode == 2 and "only 1 of 2 processes joined" in one_error_line(proc.stderr), proc.stderr
+    assert proc.returncode == 2 and "only 1 of 2 processes joined" in one_error_line(proc.stderr), (
+        proc.stderr
+    )
     assert not (tmp_path / "out" / "checkpoints").exists()
     # more processes than GPUs: rung 3's flags are checked before it spawns anything
     from common import cli
@@ -291,12 +519,25 @@ def test_gpu_config_on_a_machine_without_gpus(tmp_path):
     """A GPU config on a machine without GPUs stops before launching. (accelerate launch itself does not pass
     the config's use_cpu to the processes, so rung 6 cannot tell: the check is in front of the launch.)"""
     for target, config, says in [
-            ("accelerate-2gpu", None, "GPU processes on this machine and it has 0"),
-            ("accelerate-cpu", "accelerate_configs/2gpu_fp32.yaml", "GPU processes on this machine and it has 0"),
-            ("accelerate-cpu", "accelerate_configs/fsdp_2gpu.yaml", "silently trains as plain DDP: run make fsdp-cpu"),
-            ("fsdp-2gpu", None, "needs 2 GPUs, this machine has 0: run make fsdp-cpu")]:
-        proc = subprocess.run(["make", "--no-print-directory", target, *([f"CONFIG={config}"] if config else [])],
-                              cwd=ROOT, capture_output=True, text=True)
+        ("accelerate-2gpu", None, "GPU processes on this machine and it has 0"),
+        (
+            "accelerate-cpu",
+            "accelerate_configs/2gpu_fp32.yaml",
+            "GPU processes on this machine and it has 0",
+        ),
+        (
+            "accelerate-cpu",
+            "accelerate_configs/fsdp_2gpu.yaml",
+            "silently trains as plain DDP: run make fsdp-cpu",
+        ),
+        ("fsdp-2gpu", None, "needs 2 GPUs, this machine has 0: run make fsdp-cpu"),
+    ]:
+        proc = subprocess.run(
+            ["make", "--no-print-directory", target, *([f"CONFIG={config}"] if config else [])],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         line = one_error_line(proc.stderr)
         assert proc.returncode != 0 and says in line, proc.stderr
 
@@ -307,18 +548,30 @@ def test_launch_check_configs_and_ports(tmp_path):
     (tmp_path / "bad.yaml").write_text("distributed_type: [oops\n")
     (tmp_path / "typo.yaml").write_text("distributed_type: MULTI_GPUU\nnum_processes: 2\n")
     (tmp_path / "mpi.yaml").write_text("distributed_type: MULTI_CPU\nnum_processes: 2\n")
-    for name, message in [("missing.yaml", "does not exist"), ("bad.yaml", "not valid YAML at line"),
-                          ("typo.yaml", "'MULTI_GPUU' is not one of"), ("mpi.yaml", "runs ONE process")]:
+    for name, message in [
+        ("missing.yaml", "does not exist"),
+        ("bad.yaml", "not valid YAML at line"),
+        ("typo.yaml", "'MULTI_GPUU' is not one of"),
+        ("mpi.yaml", "runs ONE process"),
+    ]:
         with pytest.raises(UsageError, match=message):
             check_config(str(tmp_path / name), None)
     check_config(str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"), None)
-    with pytest.raises(UsageError, match="main_process_ip is empty"):  # the two-machine files, unedited (accelerate
-        check_config(str(ROOT / "accelerate_configs" / "2machines_rank0.yaml"), None)  # itself stops in 3 s)
+    with pytest.raises(
+        UsageError, match="main_process_ip is empty"
+    ):  # the two-machine files, unedited (accelerate
+        check_config(
+            str(ROOT / "accelerate_configs" / "2machines_rank0.yaml"), None
+        )  # itself stops in 3 s)
     with listening_socket() as s:
         with pytest.raises(UsageError, match="is in use"):
             check_port(s.getsockname()[1])
-    proc = subprocess.run(["make", "--no-print-directory", "accelerate-cpu", f"CONFIG={tmp_path / 'mpi.yaml'}"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "accelerate-cpu", f"CONFIG={tmp_path / 'mpi.yaml'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0 and "MULTI_CPU" in one_error_line(proc.stderr)
 
 
@@ -333,12 +586,29 @@ def test_dataset_on_one_node_only_fails_before_training(tmp_path, data_dir):
     rows = ["a,b,label"] + [f"{a:.4f},{b:.4f},{int(a + b > 0)}" for a, b in x]
     (node0 / "train.csv").write_text("\n".join(rows) + "\n")
     port = free_port()
-    procs = [subprocess.Popen(
-        [str(BIN / "torchrun"), "--nnodes=2", f"--node-rank={rank}", "--nproc_per_node=1", "--rdzv-backend=c10d",
-         f"--rdzv-endpoint=127.0.0.1:{port}", str(SCRIPTS / "4_ddp_torchrun.py"), "--dataset", "train.csv",
-         "--output-dir", str(tmp_path / "out")],
-        cwd=node, env={**os.environ, **OFFLINE, "PYTHONPATH": str(SCRIPTS)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True) for rank, node in enumerate((node0, node1))]
+    procs = [
+        subprocess.Popen(
+            [
+                str(BIN / "torchrun"),
+                "--nnodes=2",
+                f"--node-rank={rank}",
+                "--nproc_per_node=1",
+                "--rdzv-backend=c10d",
+                f"--rdzv-endpoint=127.0.0.1:{port}",
+                str(SCRIPTS / "4_ddp_torchrun.py"),
+                "--dataset",
+                "train.csv",
+                "--output-dir",
+                str(tmp_path / "out"),
+            ],
+            cwd=node,
+            env={**os.environ, **OFFLINE, "PYTHONPATH": str(SCRIPTS)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank, node in enumerate((node0, node1))
+    ]
     results = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode != 0 for p in procs)
     rank1 = [line for line in results[1][1].splitlines() if line.startswith("error")]
@@ -347,8 +617,12 @@ def test_dataset_on_one_node_only_fails_before_training(tmp_path, data_dir):
     # Rank 0 reports the lost rank, unless its agent goes first: both agents are on this host, so node 1's may
     # hold the rendezvous store and take it away on its way out (RendezvousConnectionError; seen once in 3).
     assert all("another rank exited" in line for line in rank0), results[0][1][-2000:]
-    assert all(f'File "{SCRIPTS}' not in err for _, err in results)  # no traceback through the rungs
-    assert "traceback : error (rank 1): " in results[1][1]  # torchrun's summary: the worker's line (@record)
+    assert all(
+        f'File "{SCRIPTS}' not in err for _, err in results
+    )  # no traceback through the rungs
+    assert (
+        "traceback : error (rank 1): " in results[1][1]
+    )  # torchrun's summary: the worker's line (@record)
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 
@@ -356,8 +630,12 @@ def write_odd_dataset(path, rows=185, seed=0):
     """185 rows: 148 train, 37 eval. 37 is prime: no world size x batch size divides it."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(rows, 3))
-    y = ((x[:, 0] + 0.5 * x[:, 1] + rng.normal(scale=0.8, size=rows)) > 0).astype(int)  # noisy: accuracy < 1
-    path.write_text("a,b,c,label\n" + "".join(f"{a:.5f},{b:.5f},{c:.5f},{t}\n" for (a, b, c), t in zip(x, y)))
+    y = ((x[:, 0] + 0.5 * x[:, 1] + rng.normal(scale=0.8, size=rows)) > 0).astype(
+        int
+    )  # noisy: accuracy < 1
+    path.write_text(
+        "a,b,c,label\n" + "".join(f"{a:.5f},{b:.5f},{c:.5f},{t}\n" for (a, b, c), t in zip(x, y))
+    )
     return path
 
 
@@ -369,7 +647,9 @@ def odd_reference(tmp_path_factory, data_dir):
     return csv, metrics_of(root / "1")
 
 
-@pytest.mark.parametrize("rung", [3, 6])  # the two eval implementations: all_gather_object (3-5), accelerate's
+@pytest.mark.parametrize(
+    "rung", [3, 6]
+)  # the two eval implementations: all_gather_object (3-5), accelerate's
 def test_eval_at_awkward_sizes_matches_one_process(tmp_path, data_dir, odd_reference, rung):
     """3 processes x batch 4 over 37 eval samples (shards of 13/12/12, last batches ragged): the same samples,
     each once, and the same accuracy as one process."""
@@ -379,4 +659,7 @@ def test_eval_at_awkward_sizes_matches_one_process(tmp_path, data_dir, odd_refer
     assert many["world_size"] == 3 and many["global_batch_size"] == 12
     assert one["eval_samples"] == many["eval_samples"] == 37
     assert 0.5 < one["eval_accuracy"] < 1.0
-    assert many["eval_accuracy"] == one["eval_accuracy"] and abs(many["eval_loss"] - one["eval_loss"]) < 1e-5
+    assert (
+        many["eval_accuracy"] == one["eval_accuracy"]
+        and abs(many["eval_loss"] - one["eval_loss"]) < 1e-5
+    )

@@ -1,4 +1,5 @@
 """The repository's promises: pins, no unpickling, the two README commands, CI, make help."""
+
 import re
 import subprocess
 
@@ -19,7 +20,9 @@ def test_no_pickle_or_torch_load_anywhere():
     offenders = []
     for path in list((ROOT / "scripts").rglob("*.py")):
         text = path.read_text()
-        unsafe_load = [c for c in re.findall(r"torch\.load\([^\n]*", text) if "weights_only=True" not in c]
+        unsafe_load = [
+            c for c in re.findall(r"torch\.load\([^\n]*", text) if "weights_only=True" not in c
+        ]
         if re.search(r"^\s*import pickle|pickle\.loads?\(", text, re.M) or unsafe_load:
             offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
@@ -33,7 +36,9 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_make_help_lists_every_target_with_a_line():
-    out = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     targets = re.findall(r"^([a-zA-Z0-9_-]+):.*##", (ROOT / "Makefile").read_text(), re.M)
     assert {"install", "demo", "test", "single-gpu", "dp"} <= set(targets)
     for target in targets:
@@ -56,12 +61,21 @@ def _imports(paths):
     dists, found = packages_distributions(), {}
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else (
+                    [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                    else []
+                )
+            )
             for name in names:
                 top = name.split(".")[0]
                 if top in dists:
-                    found.setdefault(re.sub(r"[-_.]+", "-", dists[top][0]).lower(), path.relative_to(ROOT))
+                    found.setdefault(
+                        re.sub(r"[-_.]+", "-", dists[top][0]).lower(), path.relative_to(ROOT)
+                    )
     return found
 
 
@@ -73,7 +87,10 @@ def test_requirements_pin_every_import_and_lock_the_virtualenv():
 
     def direct(path):
         head = path.read_text().split("# The rest of")[0]
-        return {re.sub(r"[-_.]+", "-", m).lower() for m in re.findall(r"^([A-Za-z0-9_.\-]+)==", head, re.M)}
+        return {
+            re.sub(r"[-_.]+", "-", m).lower()
+            for m in re.findall(r"^([A-Za-z0-9_.\-]+)==", head, re.M)
+        }
 
     runtime, tests = direct(ROOT / "requirements.txt"), direct(ROOT / "tests" / "requirements.txt")
     tools = ROOT / "scripts" / "tools"  # make bench (its peers too) and make lock use the test pins
@@ -85,6 +102,9 @@ def test_requirements_pin_every_import_and_lock_the_virtualenv():
     dev = [*(ROOT / "tests").rglob("*.py"), *dev_tools]
     test_only = {k: v for k, v in _imports(dev).items() if k not in runtime}
     assert set(test_only) <= tests, test_only
-    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "tools" / "lock.py"), "--check"],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "tools" / "lock.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout + check.stderr

@@ -1,4 +1,5 @@
 """Rungs 1 and 2 end to end, as a user runs them."""
+
 import json
 
 import pytest
@@ -7,13 +8,18 @@ from safetensors.torch import load_file
 
 from conftest import max_abs_diff, run_script
 
-METRICS_KEYS = {"eval_accuracy", "eval_loss", "train_loss", "global_batch_size", "steps", "samples_per_second"}
+METRICS_KEYS = {
+    "eval_accuracy",
+    "eval_loss",
+    "train_loss",
+    "global_batch_size",
+    "steps",
+    "samples_per_second",
+}
 
 
 def weights(out):
     return load_file(out / "model.safetensors")
-
-
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +38,9 @@ def test_rung1_default_run_is_accurate_and_complete(default_runs):
     m = json.loads((out / "metrics.json").read_text())
     assert METRICS_KEYS <= m.keys()
     assert m["eval_accuracy"] >= 0.95, m
-    assert "world_size" not in m and m["global_batch_size"] == 32 and m["steps"] == 10 * (1437 // 32)
+    assert (
+        "world_size" not in m and m["global_batch_size"] == 32 and m["steps"] == 10 * (1437 // 32)
+    )
     assert m["eval_samples"] == 360 and m["samples_per_second"] > 0
 
 
@@ -42,37 +50,77 @@ def test_rungs_1_and_2_end_on_bitwise_equal_weights(default_runs):
     assert not any(k.startswith("module.") for k in b)  # DataParallel's prefix is not in the file
     m2 = json.loads((default_runs["2_data_parallel.py"] / "metrics.json").read_text())
     m1 = json.loads((default_runs["1_single_gpu.py"] / "metrics.json").read_text())
-    assert m1["eval_accuracy"] == m2["eval_accuracy"] and m1["global_batch_size"] == m2["global_batch_size"]
+    assert (
+        m1["eval_accuracy"] == m2["eval_accuracy"]
+        and m1["global_batch_size"] == m2["global_batch_size"]
+    )
 
 
 def test_rung2_says_it_runs_as_rung1_without_gpus(tmp_path, data_dir):
-    proc = run_script("2_data_parallel.py", "--data-dir", data_dir, "--output-dir", tmp_path, "--task", "cancer",
-                      "--max-steps", "2")
+    proc = run_script(
+        "2_data_parallel.py",
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        tmp_path,
+        "--task",
+        "cancer",
+        "--max-steps",
+        "2",
+    )
     if not torch.cuda.is_available():
         assert "nothing to split" in proc.stdout
 
 
-@pytest.mark.parametrize("flags,needle", [
-    (["--task", "imagenet"], "unknown task"),
-    (["--dataset", "data/missing.csv"], "does not exist"),
-    (["--batch-size", "0"], "--batch-size"),
-    (["--resume", "/nonexistent/ckpt"], "does not exist"),
-    (["--output-dir", "/proc/not-writable"], "not writable"),
-    (["--task", "cancer", "--model", "cnn"], "--model mlp"),
-    (["--task", "cancer", "--batch-size", "1000"], "lower --batch-size"),
-])
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        (["--task", "imagenet"], "unknown task"),
+        (["--dataset", "data/missing.csv"], "does not exist"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--resume", "/nonexistent/ckpt"], "does not exist"),
+        (["--output-dir", "/proc/not-writable"], "not writable"),
+        (["--task", "cancer", "--model", "cnn"], "--model mlp"),
+        (["--task", "cancer", "--batch-size", "1000"], "lower --batch-size"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, data_dir, flags, needle):
-    proc = run_script("1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, *flags, check=False)
+    proc = run_script(
+        "1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, *flags, check=False
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], proc.stderr
 
 
 def test_checkpoint_of_another_model_is_refused_and_nothing_overwritten(tmp_path, data_dir):
-    run_script("1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, "--task", "cancer",
-               "--epochs", "1")
+    run_script(
+        "1_single_gpu.py",
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        tmp_path,
+        "--task",
+        "cancer",
+        "--epochs",
+        "1",
+    )
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    proc = run_script("1_single_gpu.py", "--data-dir", data_dir, "--output-dir", tmp_path, "--task", "digits",
-                      "--resume", "auto", check=False)
-    assert proc.returncode == 2 and "another model" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    proc = run_script(
+        "1_single_gpu.py",
+        "--data-dir",
+        data_dir,
+        "--output-dir",
+        tmp_path,
+        "--task",
+        "digits",
+        "--resume",
+        "auto",
+        check=False,
+    )
+    assert (
+        proc.returncode == 2
+        and "another model" in proc.stderr
+        and len(proc.stderr.strip().splitlines()) == 1
+    )
     assert before == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}

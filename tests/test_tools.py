@@ -1,4 +1,5 @@
 """The tools every guide leans on: compare.py (prove a migration) and ladder.py (the rungs' launch commands)."""
+
 import os
 import subprocess
 import sys
@@ -32,16 +33,31 @@ def test_compare_reads_safetensors_and_torch_files_and_strips_wrapper_prefixes(t
     moved["2.bias"] = moved["2.bias"] + 1e-3
     torch.save(moved, tmp_path / "moved.pt")
     proc = compare(tmp_path / "bare.safetensors", tmp_path / "moved.pt")
-    assert proc.returncode == 1 and "(largest in 2.bias)" in proc.stdout and "DIFFERENT" in proc.stdout
-    assert compare(tmp_path / "bare.safetensors", tmp_path / "moved.pt", "--tolerance", 0.01).returncode == 0
+    assert (
+        proc.returncode == 1 and "(largest in 2.bias)" in proc.stdout and "DIFFERENT" in proc.stdout
+    )
+    assert (
+        compare(
+            tmp_path / "bare.safetensors", tmp_path / "moved.pt", "--tolerance", 0.01
+        ).returncode
+        == 0
+    )
 
     torch.save({"other.weight": torch.zeros(2)}, tmp_path / "other.pt")
     proc = compare(tmp_path / "bare.safetensors", tmp_path / "other.pt")
-    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "different tensors" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and proc.stderr.startswith("error: ")
+        and "different tensors" in proc.stderr
+    )
 
-    torch.save({"weights": bare, "callback": os.getcwd}, tmp_path / "code.pt")  # needs a function to unpickle
+    torch.save(
+        {"weights": bare, "callback": os.getcwd}, tmp_path / "code.pt"
+    )  # needs a function to unpickle
     proc = compare(tmp_path / "bare.safetensors", tmp_path / "code.pt")
-    assert proc.returncode == 2 and "weights_only=True" in proc.stderr and proc.stderr.count("\n") == 1
+    assert (
+        proc.returncode == 2 and "weights_only=True" in proc.stderr and proc.stderr.count("\n") == 1
+    )
     proc = compare(tmp_path / "missing", tmp_path / "bare.safetensors")
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
@@ -51,8 +67,12 @@ def test_ladder_commands_are_the_documented_launches():
     assert ladder.command(1)[-1].endswith("scripts/1_single_gpu.py")
     assert ladder.command(3, nproc=3)[-2:] == ["--nproc", "3"]
     four = ladder.command(4, nproc=2, launcher_flags=["--max-restarts=1"])
-    assert four[1:4] == ["--standalone", "--nproc_per_node=2", "--max-restarts=1"] and four[0].endswith("torchrun")
+    assert four[1:4] == ["--standalone", "--nproc_per_node=2", "--max-restarts=1"] and four[
+        0
+    ].endswith("torchrun")
     six = ladder.command(6, nproc=3, config="cpu_2proc", port=29999)
-    assert six[1:3] == ["launch", "--config_file"] and six[3].endswith("accelerate_configs/cpu_2proc.yaml")
+    assert six[1:3] == ["launch", "--config_file"] and six[3].endswith(
+        "accelerate_configs/cpu_2proc.yaml"
+    )
     assert six[4:8] == ["--num_processes", "3", "--main_process_port", "29999"]
     assert ladder.max_abs_diff({"a": torch.ones(2)}, {"a": torch.zeros(2)}) == 1.0

@@ -7,6 +7,7 @@ for one process:
 
 --batch-size is per process: 2 processes x 32 train on the plain script's global batch of 64.
 """
+
 import argparse
 
 import torch
@@ -47,7 +48,9 @@ def digits():
     """Train and test sets of 8x8 digit images: 1,408 train (22 batches of 64) and 389 test images."""
     d = load_digits()
     x = torch.tensor(d.images / 16.0, dtype=torch.float32).unsqueeze(1)
-    x_train, x_test, y_train, y_test = train_test_split(x, torch.tensor(d.target), train_size=1408, random_state=0)
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, torch.tensor(d.target), train_size=1408, random_state=0
+    )
     return TensorDataset(x_train, y_train), TensorDataset(x_test, y_test)
 
 
@@ -60,8 +63,12 @@ def train(args, model, accelerator, train_loader, optimizer, epoch):
         accelerator.backward(loss)  # instead of loss.backward(): scales the loss for fp16
         optimizer.step()
         if batch_idx % args.log_interval == 0:
-            seen = batch_idx * len(data) * accelerator.num_processes  # every process takes len(data) per step
-            accelerator.print(f"Train Epoch: {epoch} [{seen}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}")
+            seen = (
+                batch_idx * len(data) * accelerator.num_processes
+            )  # every process takes len(data) per step
+            accelerator.print(
+                f"Train Epoch: {epoch} [{seen}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}"
+            )
 
 
 def test(model, accelerator, test_loader):
@@ -77,36 +84,58 @@ def test(model, accelerator, test_loader):
             losses, pred, target = accelerator.gather_for_metrics((losses, pred, target))
             test_loss += losses.sum().item()  # sum up batch loss
             correct += pred.eq(target).sum().item()
-    test_loss /= len(test_loader.dataset)  # the whole test set: prepare() shards the loader, not the dataset
-    accelerator.print(f"Test set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{len(test_loader.dataset)} "
-          f"({100.0 * correct / len(test_loader.dataset):.0f}%)")
+    test_loss /= len(
+        test_loader.dataset
+    )  # the whole test set: prepare() shards the loader, not the dataset
+    accelerator.print(
+        f"Test set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{len(test_loader.dataset)} "
+        f"({100.0 * correct / len(test_loader.dataset):.0f}%)"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description="digits example")
-    parser.add_argument("--batch-size", type=int, default=64, help="input batch size for training (default: 64)")
-    parser.add_argument("--test-batch-size", type=int, default=1000, help="input batch size for testing")
-    parser.add_argument("--epochs", type=int, default=3, help="number of epochs to train (default: 3)")
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="input batch size for training (default: 64)"
+    )
+    parser.add_argument(
+        "--test-batch-size", type=int, default=1000, help="input batch size for testing"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=3, help="number of epochs to train (default: 3)"
+    )
     parser.add_argument("--lr", type=float, default=1.0, help="learning rate (default: 1.0)")
-    parser.add_argument("--gamma", type=float, default=0.7, help="learning rate step gamma (default: 0.7)")
+    parser.add_argument(
+        "--gamma", type=float, default=0.7, help="learning rate step gamma (default: 0.7)"
+    )
     parser.add_argument("--dropout", type=float, default=0.25, help="dropout probability (0: off)")
     parser.add_argument("--no-shuffle", action="store_true", help="train in the dataset's order")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
-    parser.add_argument("--log-interval", type=int, default=10, help="batches between two log lines")
+    parser.add_argument(
+        "--log-interval", type=int, default=10, help="batches between two log lines"
+    )
     parser.add_argument("--save-model", default=None, help="save the trained weights to this file")
     args = parser.parse_args()
 
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: real processes on a CPU launch
+    accelerator = Accelerator(
+        cpu=not torch.cuda.is_available()
+    )  # cpu=True: real processes on a CPU launch
     torch.manual_seed(args.seed)  # the same initial weights in every process
 
     train_dataset, test_dataset = digits()
-    train_loader = DataLoader(train_dataset, batch_size=args.batch_size, shuffle=not args.no_shuffle)
+    train_loader = DataLoader(
+        train_dataset, batch_size=args.batch_size, shuffle=not args.no_shuffle
+    )
     test_loader = DataLoader(test_dataset, batch_size=args.test_batch_size)
 
     model = Net(args.dropout)
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
-    model, optimizer, train_loader, test_loader = accelerator.prepare(model, optimizer, train_loader, test_loader)
-    torch.manual_seed(args.seed + accelerator.process_index)  # from here on, different dropout in every process
+    model, optimizer, train_loader, test_loader = accelerator.prepare(
+        model, optimizer, train_loader, test_loader
+    )
+    torch.manual_seed(
+        args.seed + accelerator.process_index
+    )  # from here on, different dropout in every process
 
     # Not passed to prepare(): a prepared scheduler steps once per process at every call (measured: lr 1.0 ->
     # 0.49 -> 0.2401 at 2 processes), which suits a schedule stepped per optimizer step, not this per-epoch one.
@@ -118,7 +147,9 @@ def main():
 
     if args.save_model:
         accelerator.wait_for_everyone()
-        if accelerator.is_main_process:  # one writer; the bare model's keys, without DDP's "module." prefix
+        if (
+            accelerator.is_main_process
+        ):  # one writer; the bare model's keys, without DDP's "module." prefix
             torch.save(accelerator.unwrap_model(model).state_dict(), args.save_model)
     accelerator.end_training()
 

@@ -6,6 +6,7 @@ test loss, and --save-model with torch.save(model.state_dict()). The data is sci
 
 digits_torchrun.py and digits_accelerate.py are this script migrated; guides/your-script.md shows the diffs.
 """
+
 import argparse
 
 import torch
@@ -44,7 +45,9 @@ def digits():
     """Train and test sets of 8x8 digit images: 1,408 train (22 batches of 64) and 389 test images."""
     d = load_digits()
     x = torch.tensor(d.images / 16.0, dtype=torch.float32).unsqueeze(1)
-    x_train, x_test, y_train, y_test = train_test_split(x, torch.tensor(d.target), train_size=1408, random_state=0)
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, torch.tensor(d.target), train_size=1408, random_state=0
+    )
     return TensorDataset(x_train, y_train), TensorDataset(x_test, y_test)
 
 
@@ -58,7 +61,9 @@ def train(args, model, device, train_loader, optimizer, epoch):
         loss.backward()
         optimizer.step()
         if batch_idx % args.log_interval == 0:
-            print(f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}")
+            print(
+                f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}"
+            )
 
 
 def test(model, device, test_loader):
@@ -73,21 +78,33 @@ def test(model, device, test_loader):
             pred = output.argmax(dim=1, keepdim=True)  # get the index of the max log-probability
             correct += pred.eq(target.view_as(pred)).sum().item()
     test_loss /= len(test_loader.dataset)
-    print(f"Test set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{len(test_loader.dataset)} "
-          f"({100.0 * correct / len(test_loader.dataset):.0f}%)")
+    print(
+        f"Test set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{len(test_loader.dataset)} "
+        f"({100.0 * correct / len(test_loader.dataset):.0f}%)"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description="digits example")
-    parser.add_argument("--batch-size", type=int, default=64, help="input batch size for training (default: 64)")
-    parser.add_argument("--test-batch-size", type=int, default=1000, help="input batch size for testing")
-    parser.add_argument("--epochs", type=int, default=3, help="number of epochs to train (default: 3)")
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="input batch size for training (default: 64)"
+    )
+    parser.add_argument(
+        "--test-batch-size", type=int, default=1000, help="input batch size for testing"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=3, help="number of epochs to train (default: 3)"
+    )
     parser.add_argument("--lr", type=float, default=1.0, help="learning rate (default: 1.0)")
-    parser.add_argument("--gamma", type=float, default=0.7, help="learning rate step gamma (default: 0.7)")
+    parser.add_argument(
+        "--gamma", type=float, default=0.7, help="learning rate step gamma (default: 0.7)"
+    )
     parser.add_argument("--dropout", type=float, default=0.25, help="dropout probability (0: off)")
     parser.add_argument("--no-shuffle", action="store_true", help="train in the dataset's order")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
-    parser.add_argument("--log-interval", type=int, default=10, help="batches between two log lines")
+    parser.add_argument(
+        "--log-interval", type=int, default=10, help="batches between two log lines"
+    )
     parser.add_argument("--save-model", default=None, help="save the trained weights to this file")
     args = parser.parse_args()
 
@@ -95,7 +112,9 @@ def main():
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     train_dataset, test_dataset = digits()
-    train_loader = DataLoader(train_dataset, batch_size=args.batch_size, shuffle=not args.no_shuffle)
+    train_loader = DataLoader(
+        train_dataset, batch_size=args.batch_size, shuffle=not args.no_shuffle
+    )
     test_loader = DataLoader(test_dataset, batch_size=args.test_batch_size)
 
     model = Net(args.dropout).to(device)

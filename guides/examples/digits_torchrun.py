@@ -5,6 +5,7 @@ is one item of guides/your-script.md's checklist.
 
 --batch-size is per process: 2 processes x 32 train on the plain script's global batch of 64.
 """
+
 import argparse
 import os
 
@@ -48,7 +49,9 @@ def digits():
     """Train and test sets of 8x8 digit images: 1,408 train (22 batches of 64) and 389 test images."""
     d = load_digits()
     x = torch.tensor(d.images / 16.0, dtype=torch.float32).unsqueeze(1)
-    x_train, x_test, y_train, y_test = train_test_split(x, torch.tensor(d.target), train_size=1408, random_state=0)
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, torch.tensor(d.target), train_size=1408, random_state=0
+    )
     return TensorDataset(x_train, y_train), TensorDataset(x_test, y_test)
 
 
@@ -62,9 +65,13 @@ def train(args, model, device, train_loader, optimizer, epoch):
         loss.backward()
         optimizer.step()
         if batch_idx % args.log_interval == 0:
-            seen = batch_idx * len(data) * dist.get_world_size()  # every process takes len(data) per step
+            seen = (
+                batch_idx * len(data) * dist.get_world_size()
+            )  # every process takes len(data) per step
             if dist.get_rank() == 0:
-                print(f"Train Epoch: {epoch} [{seen}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}")
+                print(
+                    f"Train Epoch: {epoch} [{seen}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}"
+                )
 
 
 def test(model, device, test_loader, test_size):
@@ -80,23 +87,38 @@ def test(model, device, test_loader, test_size):
             correct += pred.eq(target.view_as(pred)).sum().item()
     totals = torch.tensor([test_loss, correct], dtype=torch.float64, device=device)
     dist.all_reduce(totals)  # this process summed its shard only: add up every shard
-    test_loss, correct = totals[0].item() / test_size, int(totals[1].item())  # the whole test set's size
+    test_loss, correct = (
+        totals[0].item() / test_size,
+        int(totals[1].item()),
+    )  # the whole test set's size
     if dist.get_rank() == 0:
-        print(f"Test set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{test_size} "
-              f"({100.0 * correct / test_size:.0f}%)")
+        print(
+            f"Test set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{test_size} "
+            f"({100.0 * correct / test_size:.0f}%)"
+        )
 
 
 def main():
     parser = argparse.ArgumentParser(description="digits example")
-    parser.add_argument("--batch-size", type=int, default=64, help="input batch size for training (default: 64)")
-    parser.add_argument("--test-batch-size", type=int, default=1000, help="input batch size for testing")
-    parser.add_argument("--epochs", type=int, default=3, help="number of epochs to train (default: 3)")
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="input batch size for training (default: 64)"
+    )
+    parser.add_argument(
+        "--test-batch-size", type=int, default=1000, help="input batch size for testing"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=3, help="number of epochs to train (default: 3)"
+    )
     parser.add_argument("--lr", type=float, default=1.0, help="learning rate (default: 1.0)")
-    parser.add_argument("--gamma", type=float, default=0.7, help="learning rate step gamma (default: 0.7)")
+    parser.add_argument(
+        "--gamma", type=float, default=0.7, help="learning rate step gamma (default: 0.7)"
+    )
     parser.add_argument("--dropout", type=float, default=0.25, help="dropout probability (0: off)")
     parser.add_argument("--no-shuffle", action="store_true", help="train in the dataset's order")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
-    parser.add_argument("--log-interval", type=int, default=10, help="batches between two log lines")
+    parser.add_argument(
+        "--log-interval", type=int, default=10, help="batches between two log lines"
+    )
     parser.add_argument("--save-model", default=None, help="save the trained weights to this file")
     args = parser.parse_args()
 
@@ -105,13 +127,19 @@ def main():
         torch.cuda.set_device(local_rank)
     dist.init_process_group()  # NCCL for CUDA tensors, gloo for CPU ones; rank and world size from torchrun
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(args.seed)  # the same initial weights in every process (DDP also broadcasts rank 0's)
+    torch.manual_seed(
+        args.seed
+    )  # the same initial weights in every process (DDP also broadcasts rank 0's)
     device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
 
     train_dataset, test_dataset = digits()
-    sampler = DistributedSampler(train_dataset, shuffle=not args.no_shuffle, seed=args.seed)  # not shuffle=True too
+    sampler = DistributedSampler(
+        train_dataset, shuffle=not args.no_shuffle, seed=args.seed
+    )  # not shuffle=True too
     train_loader = DataLoader(train_dataset, batch_size=args.batch_size, sampler=sampler)
-    test_shard = Subset(test_dataset, range(rank, len(test_dataset), world_size))  # no padding, no sample twice
+    test_shard = Subset(
+        test_dataset, range(rank, len(test_dataset), world_size)
+    )  # no padding, no sample twice
     test_loader = DataLoader(test_shard, batch_size=args.test_batch_size)
 
     model = Net(args.dropout).to(device)
@@ -121,12 +149,16 @@ def main():
 
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     for epoch in range(1, args.epochs + 1):
-        sampler.set_epoch(epoch)  # a new order every epoch; without it, every epoch repeats the first one's
+        sampler.set_epoch(
+            epoch
+        )  # a new order every epoch; without it, every epoch repeats the first one's
         train(args, model, device, train_loader, optimizer, epoch)
         test(model, device, test_loader, len(test_dataset))
         scheduler.step()  # every process steps its own optimizer's schedule: once per epoch, as before
 
-    if args.save_model and rank == 0:  # one writer; the bare model's keys, without DDP's "module." prefix
+    if (
+        args.save_model and rank == 0
+    ):  # one writer; the bare model's keys, without DDP's "module." prefix
         torch.save(model.module.state_dict(), args.save_model)
     dist.destroy_process_group()
 

@@ -4,6 +4,7 @@ over each process's share of the batch, so DDP changes the math (`--model cnn-bn
 not ReLU: one process at batch 32 and two at 16 compute the same gradients up to float rounding, and ReLU's kink
 turns that rounding into different activation patterns, step after step. Measured on digits, 440 steps, the same
 training split over 2 vs 1: ReLU MLP 7e-5, ReLU + GroupNorm CNN 0.12; GELU MLP 6e-7, GELU + GroupNorm CNN 7e-7."""
+
 import math
 
 import torch
@@ -27,8 +28,12 @@ class SmallCNN(nn.Module):
             return nn.BatchNorm2d(channels) if norm == "batch" else nn.GroupNorm(8, channels)
 
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, width, 3, padding=1, bias=False), norm_layer(width), nn.GELU(),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1, bias=False), norm_layer(2 * width), nn.GELU(),
+            nn.Conv2d(in_channels, width, 3, padding=1, bias=False),
+            norm_layer(width),
+            nn.GELU(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1, bias=False),
+            norm_layer(2 * width),
+            nn.GELU(),
             nn.AdaptiveAvgPool2d(4),  # any input size works; 8x8 digits and 32x32 folders alike
         )
         self.classifier = nn.Linear(2 * width * 16, num_classes)
@@ -43,7 +48,11 @@ class MLP(nn.Module):
     def __init__(self, in_features, num_classes, hidden=64):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Flatten(), nn.Linear(in_features, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
+            nn.Flatten(),
+            nn.Linear(in_features, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.GELU(),
             nn.Linear(hidden, num_classes),
         )
 
@@ -60,12 +69,16 @@ class Block(nn.Module):
         self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
         self.qkv = nn.Linear(n_embd, 3 * n_embd)
         self.proj = nn.Linear(n_embd, n_embd)
-        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+        self.mlp = nn.Sequential(
+            nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd)
+        )
 
     def forward(self, x):
         b, t, c = x.shape
-        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
-                   for z in self.qkv(self.ln_1(x)).split(c, dim=2))
+        q, k, v = (
+            z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+            for z in self.qkv(self.ln_1(x)).split(c, dim=2)
+        )
         # flash / memory-efficient attention where the device has it; is_causal: each token sees its past only
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
@@ -111,9 +124,8 @@ class GPT(nn.Module):
 def name(model):
     """The model's class name through any wrapper: DDP / DataParallel / torch.compile (unwrapped), and FSDP2, which
     turns a GPT into an instance of a generated subclass `FSDPGPT` (the class it was built as comes next)."""
-    from common.checkpoint import unwrap
-
-    cls = type(unwrap(model))
+    wrappers = ("OptimizedModule", "DistributedDataParallel", "DataParallel")
+    cls = type(next(m for m in model.modules() if type(m).__name__ not in wrappers))
     if cls.__name__.startswith("FSDP") and len(cls.__mro__) > 2:
         cls = cls.__mro__[2] if cls.__mro__[1].__name__ == "FSDPModule" else cls.__mro__[1]
     return cls.__name__
@@ -128,25 +140,24 @@ def blocks(model):
     return [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
 
 
-def build(info, name="auto", n_layer=2, n_head=4, n_embd=128, sync_bn=False):
+def build(info, name="auto", n_layer=2, n_head=4, n_embd=128):
     """The model for a dataset's Info: `cnn` (GroupNorm) for images, `cnn-bn` the same with BatchNorm, `mlp` for
-    images or tables, `gpt` for text; the gpt's size comes from --n-layer/--n-head/--n-embd. `sync_bn` converts
-    BatchNorm to SyncBatchNorm (statistics over the global batch; the distributed rungs' --sync-bn)."""
+    images or tables, `gpt` for text; the gpt's size comes from --n-layer/--n-head/--n-embd."""
     if name == "auto":
         name = {"image": "cnn", "text": "gpt"}.get(info.kind, "mlp")
     if (name == "gpt") != (info.kind == "text"):
-        raise UsageError(f"--model {name} does not fit {info.name!r} ({info.kind} data): --model gpt is for "
-                         f"--task gpt, cnn, cnn-bn and mlp for the others (or --model auto)")
-    if sync_bn and name != "cnn-bn":
-        raise UsageError(f"--sync-bn converts BatchNorm, and --model {name} has none: use --model cnn-bn")
-    if sync_bn and not torch.cuda.is_available():
-        raise UsageError("--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out on a "
-                         "CPU, where each process normalises over its own share of the batch")
+        raise UsageError(
+            f"--model {name} does not fit {info.name!r} ({info.kind} data): --model gpt is for "
+            f"--task gpt, cnn, cnn-bn and mlp for the others (or --model auto)"
+        )
     if name == "gpt":
         return GPT(info.num_classes, info.input_shape[0], n_layer, n_head, n_embd)
     if name in ("cnn", "cnn-bn"):
         if info.kind != "image":
-            raise UsageError(f"--model {name} needs image data but {info.name!r} is tabular: use --model mlp")
-        model = SmallCNN(info.input_shape[0], info.num_classes, norm="batch" if name == "cnn-bn" else "group")
-        return nn.SyncBatchNorm.convert_sync_batchnorm(model) if sync_bn else model
+            raise UsageError(
+                f"--model {name} needs image data but {info.name!r} is tabular: use --model mlp"
+            )
+        return SmallCNN(
+            info.input_shape[0], info.num_classes, norm="batch" if name == "cnn-bn" else "group"
+        )
     return MLP(math.prod(info.input_shape), info.num_classes)

@@ -14,7 +14,9 @@ all-reduce; CHECK_EVERY keeps its cost (about 0.3 ms with 2 CPU processes over g
 the one place in common/ that calls torch.distributed: it is the preemption feature's own plumbing, the same
 line in every rung, and guides/fault-tolerance.md shows it.
 """
+
 import signal
+import sys
 
 import torch
 import torch.distributed as dist
@@ -28,7 +30,7 @@ class Preemption:
     """Install the handlers; `requested` turns True once SIGTERM or SIGINT has arrived (any number of times)."""
 
     def __init__(self, signals=(signal.SIGTERM, signal.SIGINT)):
-        self.requested, self.signum = False, signal.SIGTERM
+        self.requested, self.stopped, self.signum = False, False, signal.SIGTERM
         for signum in signals:
             signal.signal(signum, self._handler)
 
@@ -41,11 +43,28 @@ class Preemption:
         if step % CHECK_EVERY:
             return False
         if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-            return self.requested
+            self.stopped = self.requested
+            return self.stopped
         on_gpu = "nccl" in str(dist.get_backend()) and "gloo" not in str(dist.get_backend())
         flag = torch.tensor(int(self.requested), device="cuda" if on_gpu else "cpu")
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # the same answer on every process, at the same step
-        return bool(flag)
+        dist.all_reduce(
+            flag, op=dist.ReduceOp.MAX
+        )  # the same answer on every process, at the same step
+        self.stopped = bool(flag)
+        return self.stopped
+
+    def exit_if_stopped(self, step):
+        """After the loop: a run that a signal stopped leaves the process group, says so and exits (143 or 130);
+        its checkpoint is written. Every process calls it."""
+        if self.stopped:
+            main = _main_process()
+            if dist.is_available() and dist.is_initialized():
+                dist.destroy_process_group()
+            if main:
+                print(
+                    f"stopped by {self.signal_name} at step {step}, checkpoint saved: rerun with --resume auto"
+                )
+            sys.exit(self.exit_code)
 
     @property
     def signal_name(self):
@@ -62,3 +81,7 @@ def ignore_in_workers(_worker_id=None):
     checkpoint."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _main_process():
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0

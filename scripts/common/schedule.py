@@ -5,6 +5,7 @@ get_cosine_schedule_with_warmup: a linear warm-up from 0, then constant or half 
 A function of the optimizer step alone, so a resumed run (which restores the scheduler's step from its checkpoint)
 continues on exactly the uninterrupted run's rates.
 """
+
 import math
 
 

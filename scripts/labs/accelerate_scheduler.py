@@ -14,6 +14,7 @@ Rank 0 prints the learning rate of six optimizer steps for three schedulers:
   prepared_scaled  built over steps x num_processes (the warm-up too), then prepared: the unprepared rates again
 tests/test_features.py runs it on 2 processes and checks exactly that.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -30,11 +31,23 @@ STEPS, WARMUP = 12, 4
 def rates(accelerator, scale, prepare):
     model = torch.nn.Linear(2, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-    args = type("Flags", (), {"lr_schedule": "cosine", "warmup_steps": WARMUP * scale, "max_steps": STEPS * scale,
-                              "epochs": 1})()
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule.lr_lambda(args, STEPS * scale))
+    args = type(
+        "Flags",
+        (),
+        {
+            "lr_schedule": "cosine",
+            "warmup_steps": WARMUP * scale,
+            "max_steps": STEPS * scale,
+            "epochs": 1,
+        },
+    )()
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, schedule.lr_lambda(args, STEPS * scale)
+    )
     if prepare:
-        optimizer, scheduler = accelerator.prepare(optimizer, scheduler)  # the model needs no DDP here
+        optimizer, scheduler = accelerator.prepare(
+            optimizer, scheduler
+        )  # the model needs no DDP here
     out = []
     for _ in range(6):
         out.append(round(optimizer.param_groups[0]["lr"], 6))
@@ -48,8 +61,11 @@ def rates(accelerator, scale, prepare):
 def main():
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     n = accelerator.num_processes
-    results = {"unprepared": rates(accelerator, 1, False), "prepared": rates(accelerator, 1, True),
-               "prepared_scaled": rates(accelerator, n, True)}
+    results = {
+        "unprepared": rates(accelerator, 1, False),
+        "prepared": rates(accelerator, 1, True),
+        "prepared_scaled": rates(accelerator, n, True),
+    }
     if accelerator.is_main_process:
         print(f"world_size: {n}")
         for name, values in results.items():

@@ -19,14 +19,25 @@ Rank r starts with the value r + 1 (or a row of them), which makes every result 
   subgroups       dist.new_group over the even ranks: a rank's number inside the group is not its global rank
 Identity first: process id, global rank, local rank, node, device, as torchrun assigned them.
 """
+
 import argparse
 import os
 
 import torch
 import torch.distributed as dist
 
-OPS = ("send_recv", "broadcast", "reduce", "all_reduce", "scatter", "gather", "all_gather", "reduce_scatter",
-       "ring_all_reduce", "subgroups")
+OPS = (
+    "send_recv",
+    "broadcast",
+    "reduce",
+    "all_reduce",
+    "scatter",
+    "gather",
+    "all_gather",
+    "reduce_scatter",
+    "ring_all_reduce",
+    "subgroups",
+)
 
 
 def show(title, before, after, note=""):
@@ -79,7 +90,12 @@ def reduce(rank, n):
     x = torch.tensor([rank + 1.0])
     before = x.clone()
     dist.reduce(x, dst=0, op=dist.ReduceOp.SUM)
-    show("reduce (sum) to rank 0", before, x if rank == 0 else None, "the other ranks' tensors are undefined after it")
+    show(
+        "reduce (sum) to rank 0",
+        before,
+        x if rank == 0 else None,
+        "the other ranks' tensors are undefined after it",
+    )
     check(rank != 0 or x.item() == n * (n + 1) / 2, "reduce")
 
 
@@ -116,11 +132,13 @@ def all_gather(rank, n):
 
 
 def reduce_scatter(rank, n):
-    chunks = [torch.tensor([(rank + 1.0) * 10 ** i]) for i in range(n)]  # chunk i of rank r: (r + 1) * 10^i
+    chunks = [
+        torch.tensor([(rank + 1.0) * 10**i]) for i in range(n)
+    ]  # chunk i of rank r: (r + 1) * 10^i
     got = torch.zeros(1)
     dist.reduce_scatter(got, chunks, op=dist.ReduceOp.SUM)
     show("reduce_scatter (sum): rank r gets the sum of every rank's chunk r", chunks, got)
-    check(got.item() == n * (n + 1) / 2 * 10 ** rank, "reduce_scatter")
+    check(got.item() == n * (n + 1) / 2 * 10**rank, "reduce_scatter")
 
 
 def ring(x, rank, n):
@@ -135,7 +153,9 @@ def ring(x, rank, n):
             r.wait()
         return incoming
 
-    for step in range(n - 1):  # reduce-scatter: after it, rank r holds the full sum of chunk (r + 1) % n
+    for step in range(
+        n - 1
+    ):  # reduce-scatter: after it, rank r holds the full sum of chunk (r + 1) % n
         send, recv = (rank - step) % n, (rank - step - 1) % n
         chunks[recv] = chunks[recv] + exchange(send, recv)
     for step in range(n - 1):  # all-gather: pass the finished chunks around the ring
@@ -149,9 +169,16 @@ def ring_all_reduce(rank, n):
     mine = ring(x, rank, n)
     reference = x.clone()
     dist.all_reduce(reference)
-    show("ring all-reduce from send/recv (reduce-scatter phase + all-gather phase)", x, mine,
-         f"{2 * (n - 1)} steps; each rank sends 2(n-1)/n of the data: the bandwidth-optimal all-reduce")
-    check(torch.equal(mine, reference), f"ring {mine.tolist()} != dist.all_reduce {reference.tolist()}")
+    show(
+        "ring all-reduce from send/recv (reduce-scatter phase + all-gather phase)",
+        x,
+        mine,
+        f"{2 * (n - 1)} steps; each rank sends 2(n-1)/n of the data: the bandwidth-optimal all-reduce",
+    )
+    check(
+        torch.equal(mine, reference),
+        f"ring {mine.tolist()} != dist.all_reduce {reference.tolist()}",
+    )
     if rank == 0:
         print("  equal to dist.all_reduce on every rank: yes")
 
@@ -167,33 +194,51 @@ def subgroups(rank, n):
     rows = [None] * n
     dist.all_gather_object(rows, (rank, inside, fmt(before), fmt(x)))
     if rank == 0:
-        print(f"\nsubgroups: all_reduce (sum) inside dist.new_group({evens})\n  rank  rank in group  before  after")
+        print(
+            f"\nsubgroups: all_reduce (sum) inside dist.new_group({evens})\n  rank  rank in group  before  after"
+        )
         for r, g, b, a in rows:
             print(f"  {r:>4}  {'-' if g is None else g:>13}  {b:<6}  {a}")
-    check(rank not in evens or (inside == evens.index(rank) and x.item() == sum(r + 1 for r in evens)),
-          "subgroup")
+    check(
+        rank not in evens
+        or (inside == evens.index(rank) and x.item() == sum(r + 1 for r in evens)),
+        "subgroup",
+    )
     dist.destroy_process_group(group)
 
 
 def whoami(rank, n):
     rows = [None] * n
-    me = (os.getpid(), rank, int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("GROUP_RANK", 0)),
-          f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else "cpu")
+    me = (
+        os.getpid(),
+        rank,
+        int(os.environ.get("LOCAL_RANK", 0)),
+        int(os.environ.get("GROUP_RANK", 0)),
+        f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if torch.cuda.is_available() else "cpu",
+    )
     dist.all_gather_object(rows, me)
     if rank == 0:
-        print(f"{n} processes ({dist.get_backend()}):\n  process id  rank  local rank  node  device")
+        print(
+            f"{n} processes ({dist.get_backend()}):\n  process id  rank  local rank  node  device"
+        )
         for pid, r, local, node, device in rows:
             print(f"  {pid:>10}  {r:>4}  {local:>10}  {node:>4}  {device}")
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--only", nargs="+", choices=OPS, help="run only these operations")
     args = p.parse_args()
     if "RANK" not in os.environ:
-        raise SystemExit("error: launch with torchrun --standalone --nproc_per_node=4 scripts/labs/collectives.py")
+        raise SystemExit(
+            "error: launch with torchrun --standalone --nproc_per_node=4 scripts/labs/collectives.py"
+        )
     torch.set_num_threads(1)
-    dist.init_process_group("gloo")  # gloo runs every op on CPU tensors; NCCL would need CUDA tensors
+    dist.init_process_group(
+        "gloo"
+    )  # gloo runs every op on CPU tensors; NCCL would need CUDA tensors
     rank, n = dist.get_rank(), dist.get_world_size()
     if not 2 <= n <= 8:
         raise SystemExit("error: the lab is for 2 to 8 processes")
@@ -202,7 +247,9 @@ def main():
         globals()[name](rank, n)
         dist.barrier()
     if rank == 0:
-        print(f"\nall {len(args.only or OPS)} operations gave the expected results on {n} processes")
+        print(
+            f"\nall {len(args.only or OPS)} operations gave the expected results on {n} processes"
+        )
     dist.destroy_process_group()
 
 

@@ -12,6 +12,7 @@ The split changes where the weights live, not the arithmetic: the run ends on th
 trained on the same global batch; `python scripts/tools/compare.py` shows it. A side script, not a rung: no
 checkpoints, no resume, no SIGTERM handling (see the rungs for those).
 """
+
 import os
 import sys
 import time
@@ -40,13 +41,17 @@ class TwoDeviceMLP(nn.Module):
 
     def forward(self, x):
         x = self.net[: self.cut](x.to(self.dev0))
-        return self.net[self.cut:](x.to(self.dev1))  # activations cross devices here, gradients cross back
+        return self.net[self.cut :](
+            x.to(self.dev1)
+        )  # activations cross devices here, gradients cross back
 
 
 def main(args):
     wall_start = time.perf_counter()
     if "LOCAL_RANK" not in os.environ:
-        raise UsageError("launch with torchrun --standalone --nproc_per_node=2 scripts/labs/ddp_model_parallel.py")
+        raise UsageError(
+            "launch with torchrun --standalone --nproc_per_node=2 scripts/labs/ddp_model_parallel.py"
+        )
     local_rank, gpus = int(os.environ["LOCAL_RANK"]), torch.cuda.device_count()
     if gpus:
         dev0 = f"cuda:{min(2 * local_rank, gpus - 1)}"
@@ -71,19 +76,27 @@ def main(args):
         raise UsageError("this script splits the MLP: use --model mlp (or auto on tabular data)")
     sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)
     train_loader = data.loader(train_ds, args.batch_size, sampler=sampler, drop_last=True)
-    eval_loader = data.loader(eval_ds, args.batch_size)  # every rank evaluates the whole (small) set
+    eval_loader = data.loader(
+        eval_ds, args.batch_size
+    )  # every rank evaluates the whole (small) set
 
-    model = DDP(TwoDeviceMLP(models.build(info, "mlp"), dev0, dev1))  # no device_ids: the module spans two
+    model = DDP(
+        TwoDeviceMLP(models.build(info, "mlp"), dev0, dev1)
+    )  # no device_ids: the module spans two
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     if is_main:
-        print(f"ddp_model_parallel: {info.name}, world size {world_size}, each process on {dev0} + {dev1}, "
-              f"global batch {args.batch_size * world_size}")
+        print(
+            f"ddp_model_parallel: {info.name}, world size {world_size}, each process on {dev0} + {dev1}, "
+            f"global batch {args.batch_size * world_size}"
+        )
 
     step, epoch, start = 0, 0, time.perf_counter()
     while epoch < args.epochs and step < args.max_steps:
         sampler.set_epoch(epoch)
         for batch in train_loader:
-            loss = F.cross_entropy(model(batch["inputs"]), batch["labels"].to(dev1))  # targets on the last device
+            loss = F.cross_entropy(
+                model(batch["inputs"]), batch["labels"].to(dev1)
+            )  # targets on the last device
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -97,15 +110,29 @@ def main(args):
     with torch.no_grad():
         outputs = [(model(b["inputs"]).cpu(), b["labels"]) for b in eval_loader]
     logits, labels = (torch.cat(x) for x in zip(*outputs))
-    results = metrics.classification(logits.argmax(dim=1), labels, F.cross_entropy(logits, labels, reduction="none"))
+    results = metrics.classification(
+        logits.argmax(dim=1), labels, F.cross_entropy(logits, labels, reduction="none")
+    )
     if is_main:
         checkpoint.save_model(Path(args.output_dir) / "model.safetensors", model)
-        metrics.write_json(Path(args.output_dir) / "metrics.json", {
-            **results, "rung": "ddp_model_parallel", "task": info.name, "devices": [dev0, dev1],
-            "world_size": world_size, "global_batch_size": args.batch_size * world_size, "steps": step,
-            "epochs": epoch, "samples_per_second": step * args.batch_size * world_size / train_seconds,
-            "wall_seconds": time.perf_counter() - wall_start})
-        print(f"done: eval accuracy {results['eval_accuracy']:.4f}, {step} steps -> {args.output_dir}")
+        metrics.write_json(
+            Path(args.output_dir) / "metrics.json",
+            {
+                **results,
+                "rung": "ddp_model_parallel",
+                "task": info.name,
+                "devices": [dev0, dev1],
+                "world_size": world_size,
+                "global_batch_size": args.batch_size * world_size,
+                "steps": step,
+                "epochs": epoch,
+                "samples_per_second": step * args.batch_size * world_size / train_seconds,
+                "wall_seconds": time.perf_counter() - wall_start,
+            },
+        )
+        print(
+            f"done: eval accuracy {results['eval_accuracy']:.4f}, {step} steps -> {args.output_dir}"
+        )
     dist.destroy_process_group()
 
 

@@ -13,6 +13,7 @@ compilation) is left out. Rungs run as users run them (python, torchrun, acceler
                                                       # (writes to out/bench-quick, never over guides/)
     python scripts/tools/bench.py --sections gpu            # one section (see --help); the others' results are kept
 """
+
 import argparse
 import datetime
 import itertools
@@ -32,10 +33,24 @@ import torch.nn.functional as F
 
 from ladder import ROOT, RUNGS, command, environment, max_abs_diff
 from common import UsageError, checkpoint, cli, data, metrics, models
-from bench_report import PER_STEP_KINDS, render, summary, summary_table  # the other half: tables, plots, README
+from bench_report import (
+    PER_STEP_KINDS,
+    render,
+    summary,
+    summary_table,
+)  # the other half: tables, plots, README
 
 SCHEMA = 1
-GPT_GPU = ["--block-size", "1024", "--n-layer", "12", "--n-head", "12", "--n-embd", "768"]  # GPT-2 small's shape
+GPT_GPU = [
+    "--block-size",
+    "1024",
+    "--n-layer",
+    "12",
+    "--n-head",
+    "12",
+    "--n-embd",
+    "768",
+]  # GPT-2 small's shape
 
 
 class Bench:
@@ -63,8 +78,16 @@ class Bench:
         self.runs += 1
         out = self.work / f"run-{self.runs:03d}-{RUNGS[rung]}"
         config = "1gpu" if self.cuda else "cpu_2proc"
-        cmd = [*command(rung, nproc, launcher_flags=accelerate_flags if rung == 6 else (), config=config),
-               "--output-dir", str(out), "--data-dir", self.data_dir, *map(str, args)]
+        cmd = [
+            *command(
+                rung, nproc, launcher_flags=accelerate_flags if rung == 6 else (), config=config
+            ),
+            "--output-dir",
+            str(out),
+            "--data-dir",
+            self.data_dir,
+            *map(str, args),
+        ]
         return self._run(key, cmd, out, RUNGS[rung], timeout)
 
     def launch_peer(self, name, nproc, args=(), timeout=600):
@@ -75,8 +98,15 @@ class Bench:
         self.runs += 1
         out = self.work / f"run-{self.runs:03d}-{name}"
         launcher = command(4, nproc)[:-1]  # torchrun, as rung 4 is launched
-        cmd = [*launcher, str(ROOT / "scripts" / "tools" / "peers" / f"{name}.py"), "--output-dir", str(out),
-               "--data-dir", self.data_dir, *map(str, args)]
+        cmd = [
+            *launcher,
+            str(ROOT / "scripts" / "tools" / "peers" / f"{name}.py"),
+            "--output-dir",
+            str(out),
+            "--data-dir",
+            self.data_dir,
+            *map(str, args),
+        ]
         return self._run(key, cmd, out, name, timeout)
 
     def _run(self, key, cmd, out, name, timeout):
@@ -86,14 +116,25 @@ class Bench:
         for attempt in (1, 2):
             shutil.rmtree(out, ignore_errors=True)
             started = time.perf_counter()
-            proc = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(
+                cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+            )
             seconds = time.perf_counter() - started
             if proc.returncode == 0:
                 break
-            lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
-            ours = [line for line in lines if line.startswith(("error:", "error (rank"))]  # a rung's own line
-            crash = [line for line in lines if ("Error" in line or "terminate called" in line or "Fatal" in line)
-                     and "ChildFailedError" not in line and not line.startswith("torch.distributed.elastic")]
+            lines = [
+                line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()
+            ]
+            ours = [
+                line for line in lines if line.startswith(("error:", "error (rank"))
+            ]  # a rung's own line
+            crash = [
+                line
+                for line in lines
+                if ("Error" in line or "terminate called" in line or "Fatal" in line)
+                and "ChildFailedError" not in line
+                and not line.startswith("torch.distributed.elastic")
+            ]
             why = (ours or crash[-1:] or lines[-1:] or ["(no output)"])[0][:400]
             self._failed(name, proc.returncode, why, attempt, lines[-25:], f" ({' '.join(cmd)})")
         result = json.loads((out / "metrics.json").read_text())
@@ -120,11 +161,12 @@ class Bench:
 
     def _failed(self, name, exit_code, why, attempt, tail, command):
         """Keep a failed attempt in `launch_failures` and say it; the second one fails the section."""
-        self.failures.append({"launch": name, "exit_code": exit_code, "why": why, "attempt": attempt, "tail": tail})
+        self.failures.append(
+            {"launch": name, "exit_code": exit_code, "why": why, "attempt": attempt, "tail": tail}
+        )
         print(f"bench: {name} failed (attempt {attempt}, exit {exit_code}): {why}", file=sys.stderr)
         if attempt == 2:
             raise RuntimeError(f"{name} failed twice (exit {exit_code}): {why}{command}")
-
 
     def sync(self):
         if self.cuda:
@@ -145,7 +187,9 @@ def weight_diff(run_a, run_b):
     """max |w_a - w_b| over the two runs' final model.safetensors."""
     from safetensors.torch import load_file
 
-    return max_abs_diff(*(load_file(str(Path(r["output_dir"]) / "model.safetensors")) for r in (run_a, run_b)))
+    return max_abs_diff(
+        *(load_file(str(Path(r["output_dir"]) / "model.safetensors")) for r in (run_a, run_b))
+    )
 
 
 def curve(run):
@@ -174,6 +218,7 @@ def alternate(fns, repeats, sync):
 
 # --- sections ---------------------------------------------------------------------------------------------
 
+
 def overhead(b):
     """Scaffolding overhead: every rung at world size 1, same device, fp32, default task (digits CNN)."""
     epochs = 2 if b.quick else 8 if b.cuda else 5
@@ -183,25 +228,56 @@ def overhead(b):
     for _ in range(b.repeats):
         for r in runs:
             flags = ["--mixed_precision", "no"] if r == 6 else []
-            runs[r].append(b.launch(r, 1, ["--task", "digits", "--epochs", epochs, "--batch-size", 32],
-                                    accelerate_flags=flags))
+            runs[r].append(
+                b.launch(
+                    r,
+                    1,
+                    ["--task", "digits", "--epochs", epochs, "--batch-size", 32],
+                    accelerate_flags=flags,
+                )
+            )
     base = median_steady(runs[1])
     rungs = {}
     for r, rs in runs.items():
         sps = median_steady(rs)
-        rungs[RUNGS[r]] = {"samples_per_second": sps, "step_time_ratio": base / sps,
-                           "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], runs[1][0]), "loss_curve": curve(rs[0])}
-    gpt = {1: [], 4: [], 6: []} if not b.quick else {}  # real work per step: 45 ms on 2 CPU cores, not 2 ms
+        rungs[RUNGS[r]] = {
+            "samples_per_second": sps,
+            "step_time_ratio": base / sps,
+            "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], runs[1][0]),
+            "loss_curve": curve(rs[0]),
+        }
+    gpt = (
+        {1: [], 4: [], 6: []} if not b.quick else {}
+    )  # real work per step: 45 ms on 2 CPU cores, not 2 ms
     for _ in range(b.repeats):
         for r in gpt:
             flags = ["--mixed_precision", "no"] if r == 6 else []
-            gpt[r].append(b.launch(r, 1, ["--task", "gpt", "--epochs", 2, "--batch-size", 32],
-                                   accelerate_flags=flags))
-    return {"task": "digits", "model": "SmallCNN", "batch_size": 32, "world_size": 1, "epochs": epochs,
-            "repeats": b.repeats, "goal": 1.03, "rungs": rungs,
-            "gpt": {RUNGS[r]: {"samples_per_second": median_steady(rs),
-                               "step_time_ratio": median_steady(gpt[1]) / median_steady(rs)} for r, rs in gpt.items()},
-            "per_step_costs": per_step_costs(b)}
+            gpt[r].append(
+                b.launch(
+                    r,
+                    1,
+                    ["--task", "gpt", "--epochs", 2, "--batch-size", 32],
+                    accelerate_flags=flags,
+                )
+            )
+    return {
+        "task": "digits",
+        "model": "SmallCNN",
+        "batch_size": 32,
+        "world_size": 1,
+        "epochs": epochs,
+        "repeats": b.repeats,
+        "goal": 1.03,
+        "rungs": rungs,
+        "gpt": {
+            RUNGS[r]: {
+                "samples_per_second": median_steady(rs),
+                "step_time_ratio": median_steady(gpt[1]) / median_steady(rs),
+            }
+            for r, rs in gpt.items()
+        },
+        "per_step_costs": per_step_costs(b),
+    }
 
 
 def per_step_costs(b):
@@ -214,11 +290,19 @@ def per_step_costs(b):
 
     args = cli.parse(argv=["--task", "digits", "--data-dir", b.data_dir])
     train_ds, _, info = data.build(args)
-    batches = [(x["inputs"].to(b.device), x["labels"].to(b.device))
-               for x in data.loader(train_ds, 32, shuffle=True, drop_last=True)]
-    dist.init_process_group("nccl" if b.cuda else "gloo", init_method=f"file://{b.work / 'pg-store'}", rank=0,
-                            world_size=1)
-    accelerator = Accelerator(cpu=not b.cuda)  # no launcher: one process, and accelerate does not wrap in DDP
+    batches = [
+        (x["inputs"].to(b.device), x["labels"].to(b.device))
+        for x in data.loader(train_ds, 32, shuffle=True, drop_last=True)
+    ]
+    dist.init_process_group(
+        "nccl" if b.cuda else "gloo",
+        init_method=f"file://{b.work / 'pg-store'}",
+        rank=0,
+        world_size=1,
+    )
+    accelerator = Accelerator(
+        cpu=not b.cuda
+    )  # no launcher: one process, and accelerate does not wrap in DDP
     cli.cache_accelerate_lookups()  # as rung 6 runs it (common/cli.prepare_process)
 
     def variant(kind):
@@ -227,17 +311,24 @@ def per_step_costs(b):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         if kind.startswith("DDP"):
             model = DDP(model, device_ids=[0] if b.cuda else None)
-            model.broadcast_buffers = kind == "DDP"  # the attribute DDP's forward reads (torch 2.11 to 2.13)
+            model.broadcast_buffers = (
+                kind == "DDP"
+            )  # the attribute DDP's forward reads (torch 2.11 to 2.13)
         elif kind == "accelerate":
             model, optimizer = accelerator.prepare(model, optimizer)
 
         def run():
             for inputs, targets in batches:
-                with accelerator.autocast() if kind == "accelerate" else torch.autocast(b.device, enabled=False):
+                with (
+                    accelerator.autocast()
+                    if kind == "accelerate"
+                    else torch.autocast(b.device, enabled=False)
+                ):
                     loss = F.cross_entropy(model(inputs), targets)
                 optimizer.zero_grad(set_to_none=True)
                 accelerator.backward(loss) if kind == "accelerate" else loss.backward()
                 optimizer.step()
+
         return run
 
     try:
@@ -245,8 +336,10 @@ def per_step_costs(b):
     finally:
         dist.destroy_process_group()
     per_step = {k: v / len(batches) for k, v in seconds.items()}
-    return {"ms_per_step": {k: v * 1e3 for k, v in per_step.items()},
-            "extra_us_per_step": {k: (v - per_step["plain loop"]) * 1e6 for k, v in per_step.items()}}
+    return {
+        "ms_per_step": {k: v * 1e3 for k, v in per_step.items()},
+        "extra_us_per_step": {k: (v - per_step["plain loop"]) * 1e6 for k, v in per_step.items()},
+    }
 
 
 def input_pipeline(b):
@@ -258,11 +351,16 @@ def input_pipeline(b):
         torch.manual_seed(0)
         model = models.build(info).to(b.device)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-        loaders = {"loader": data.loader(train_ds, 32, shuffle=True, drop_last=True, device=b.device),
-                   "loader_1_worker": data.loader(train_ds, 32, shuffle=True, drop_last=True, device=b.device,
-                                                  num_workers=1)}
-        preloaded = [(x["inputs"].to(b.device), x["labels"].to(b.device))
-                     for x in itertools.islice(loaders["loader"], per_pass)]
+        loaders = {
+            "loader": data.loader(train_ds, 32, shuffle=True, drop_last=True, device=b.device),
+            "loader_1_worker": data.loader(
+                train_ds, 32, shuffle=True, drop_last=True, device=b.device, num_workers=1
+            ),
+        }
+        preloaded = [
+            (x["inputs"].to(b.device), x["labels"].to(b.device))
+            for x in itertools.islice(loaders["loader"], per_pass)
+        ]
 
         def step(inputs, targets):
             loss = F.cross_entropy(model(inputs), targets)
@@ -273,8 +371,11 @@ def input_pipeline(b):
         def from_loader(loader):
             def run():
                 for batch in itertools.islice(loader, per_pass):
-                    step(batch["inputs"].to(b.device, non_blocking=True),
-                         batch["labels"].to(b.device, non_blocking=True))
+                    step(
+                        batch["inputs"].to(b.device, non_blocking=True),
+                        batch["labels"].to(b.device, non_blocking=True),
+                    )
+
             return run
 
         def from_memory():
@@ -285,14 +386,24 @@ def input_pipeline(b):
         if not b.quick:
             fns["loader_1_worker"] = from_loader(loaders["loader_1_worker"])
         seconds = alternate(fns, 1 if b.quick else 7, b.sync)
-        columns, indices = data.Columns(train_ds), list(range(0, 32 * 37, 37))  # one batch, read both ways
-        reads = alternate({"datasets_formatting": lambda: train_ds[indices], "columns": lambda: columns[indices]},
-                          50, lambda: None)
-        out[task] = {"model": type(model).__name__, "batch_size": 32, "batches_per_pass": per_pass,
-                     "step_ms": {k: v / per_pass * 1e3 for k, v in seconds.items()},
-                     "ratio": seconds["loader"] / seconds["preloaded"],
-                     "ratio_1_worker": seconds.get("loader_1_worker", float("nan")) / seconds["preloaded"],
-                     "batch_read_ms": {k: v * 1e3 for k, v in reads.items()}}
+        columns, indices = (
+            data.Columns(train_ds),
+            list(range(0, 32 * 37, 37)),
+        )  # one batch, read both ways
+        reads = alternate(
+            {"datasets_formatting": lambda: train_ds[indices], "columns": lambda: columns[indices]},
+            50,
+            lambda: None,
+        )
+        out[task] = {
+            "model": type(model).__name__,
+            "batch_size": 32,
+            "batches_per_pass": per_pass,
+            "step_ms": {k: v / per_pass * 1e3 for k, v in seconds.items()},
+            "ratio": seconds["loader"] / seconds["preloaded"],
+            "ratio_1_worker": seconds.get("loader_1_worker", float("nan")) / seconds["preloaded"],
+            "batch_read_ms": {k: v * 1e3 for k, v in reads.items()},
+        }
     return out
 
 
@@ -300,7 +411,9 @@ def _allreduce_worker(rank, world_size, port, sizes, repeats, result_path):
     import torch.distributed as dist
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
+    )
     results = {}
     for numel in sizes:
         tensor = torch.ones(numel)
@@ -313,8 +426,11 @@ def _allreduce_worker(rank, world_size, port, sizes, repeats, result_path):
                 times.append(time.perf_counter() - start)
         seconds = statistics.median(times)
         size = numel * 4
-        results[str(numel)] = {"bytes": size, "seconds": seconds,
-                               "bus_bandwidth_GBps": 2 * (world_size - 1) / world_size * size / seconds / 1e9}
+        results[str(numel)] = {
+            "bytes": size,
+            "seconds": seconds,
+            "bus_bandwidth_GBps": 2 * (world_size - 1) / world_size * size / seconds / 1e9,
+        }
     if rank == 0:
         Path(result_path).write_text(json.dumps(results))
     dist.barrier()
@@ -323,8 +439,12 @@ def _allreduce_worker(rank, world_size, port, sizes, repeats, result_path):
 
 def allreduce(b, sizes):
     """gloo all_reduce of float32 tensors of `sizes` elements between 2 processes: seconds and bus bandwidth."""
-    return b.spawn("allreduce", _allreduce_worker, (sorted(set(sizes)), 5 if b.quick else 30),
-                   b.work / "allreduce.json")
+    return b.spawn(
+        "allreduce",
+        _allreduce_worker,
+        (sorted(set(sizes)), 5 if b.quick else 30),
+        b.work / "allreduce.json",
+    )
 
 
 def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats, result_path):
@@ -335,7 +455,9 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
     import torch.distributed as dist
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
+    )
     args = cli.parse(argv=["--task", task, "--data-dir", data_dir])
     train_ds, _, info = data.build(args)
     sampler = torch.utils.data.DistributedSampler(train_ds, seed=0, drop_last=True)
@@ -346,7 +468,9 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
 
     def accumulate(skip_sync):
         optimizer.zero_grad(set_to_none=True)
-        for micro, (x, y) in enumerate(zip(batch["inputs"].chunk(accum), batch["labels"].chunk(accum)), 1):
+        for micro, (x, y) in enumerate(
+            zip(batch["inputs"].chunk(accum), batch["labels"].chunk(accum)), 1
+        ):
             with model.no_sync() if skip_sync and micro < accum else contextlib.nullcontext():
                 loss = F.cross_entropy(model(x), y)
             (loss / accum).backward()
@@ -356,7 +480,9 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
         accumulate(skip_sync)
         optimizer.step()
 
-    gap = (accumulate(True) - accumulate(False)).abs().max().item()  # the same weights: the same gradient
+    gap = (
+        (accumulate(True) - accumulate(False)).abs().max().item()
+    )  # the same weights: the same gradient
     times = {"no_sync": [], "every_micro_step": []}
     for i in range(repeats + 2):
         for name, skip in (("no_sync", True), ("every_micro_step", False)):
@@ -367,8 +493,17 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
             if i >= 2:
                 times[name].append((time.perf_counter() - start) / 5)
     if rank == 0:
-        Path(result_path).write_text(json.dumps({k: statistics.median(v) for k, v in times.items()} | {
-            "spread": {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}, "gap": gap}))
+        Path(result_path).write_text(
+            json.dumps(
+                {k: statistics.median(v) for k, v in times.items()}
+                | {
+                    "spread": {
+                        k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()
+                    },
+                    "gap": gap,
+                }
+            )
+        )
     dist.barrier()  # as the rungs end: no rank tears down while another is still at work
     dist.destroy_process_group()
 
@@ -379,11 +514,19 @@ def accumulation(b):
     if b.cuda:
         return {"skipped": "measured on CPU only: one GPU cannot host two NCCL ranks"}
     out = {"processes": 2, "micro_batches": 4, "micro_batch_size": 16}
-    for task in ("digits", "gpt")[:1 if b.quick else 2]:
-        r = b.spawn(f"accumulation-{task}", _accumulation_worker, (task, b.data_dir, 4, 1 if b.quick else 15),
-                    b.work / f"accumulation-{task}.json")
-        out[task] = {"seconds_per_step": {k: r[k] for k in ("no_sync", "every_micro_step")}, "spread": r["spread"],
-                     "no_sync_speedup": r["every_micro_step"] / r["no_sync"], "max_abs_grad_diff": r["gap"]}
+    for task in ("digits", "gpt")[: 1 if b.quick else 2]:
+        r = b.spawn(
+            f"accumulation-{task}",
+            _accumulation_worker,
+            (task, b.data_dir, 4, 1 if b.quick else 15),
+            b.work / f"accumulation-{task}.json",
+        )
+        out[task] = {
+            "seconds_per_step": {k: r[k] for k in ("no_sync", "every_micro_step")},
+            "spread": r["spread"],
+            "no_sync_speedup": r["every_micro_step"] / r["no_sync"],
+            "max_abs_grad_diff": r["gap"],
+        }
     return out
 
 
@@ -394,14 +537,22 @@ def peers(b):
     launched as its users launch it; the repeats alternate. Reports in-loop samples/s (epochs after the first),
     whole-launch seconds, both against the fastest, the spread between repeats, and max |w - w_rung1|."""
     nproc = 1 if b.cuda else 2
-    epochs = 2 if b.quick else 16  # digits epochs are short (44 steps): 15 of them per run steady the medians
+    epochs = (
+        2 if b.quick else 16
+    )  # digits epochs are short (44 steps): 15 of them per run steady the medians
     flags = ["--task", "digits", "--epochs", epochs, "--batch-size", 32 // nproc]
     ref = b.launch(1, 1, ["--task", "digits", "--epochs", epochs, "--batch-size", 32])
-    contenders = {"4_ddp_torchrun": lambda: b.launch(4, nproc, flags),  # quick: the scaling section's launch
-                  "6_accelerate": lambda: b.launch(6, nproc, flags, accelerate_flags=["--mixed_precision", "no"]),
-                  "lightning_fabric": lambda: b.launch_peer("fabric_ddp", nproc, flags),
-                  "minimal_ddp_loop": lambda: b.launch_peer("minimal_ddp", nproc, flags)}
-    if b.quick:  # the machinery, in the fewest launches: rung 6 is launched at 2 processes by the tests
+    contenders = {
+        "4_ddp_torchrun": lambda: b.launch(4, nproc, flags),  # quick: the scaling section's launch
+        "6_accelerate": lambda: b.launch(
+            6, nproc, flags, accelerate_flags=["--mixed_precision", "no"]
+        ),
+        "lightning_fabric": lambda: b.launch_peer("fabric_ddp", nproc, flags),
+        "minimal_ddp_loop": lambda: b.launch_peer("minimal_ddp", nproc, flags),
+    }
+    if (
+        b.quick
+    ):  # the machinery, in the fewest launches: rung 6 is launched at 2 processes by the tests
         del contenders["6_accelerate"]
     runs = {name: [] for name in contenders}
     for _ in range(b.repeats):
@@ -410,21 +561,35 @@ def peers(b):
     rows = {}
     for name, rs in runs.items():
         per_run = [steady(r) for r in rs]
-        rows[name] = {"samples_per_second": statistics.median(per_run),
-                      "spread": (max(per_run) - min(per_run)) / statistics.median(per_run),
-                      "launch_seconds": statistics.median(r["launch_seconds"] for r in rs),
-                      "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], ref)}
+        rows[name] = {
+            "samples_per_second": statistics.median(per_run),
+            "spread": (max(per_run) - min(per_run)) / statistics.median(per_run),
+            "launch_seconds": statistics.median(r["launch_seconds"] for r in rs),
+            "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], ref),
+        }
     fastest = max(r["samples_per_second"] for r in rows.values())
     quickest = min(r["launch_seconds"] for r in rows.values())
     for r in rows.values():
         r["vs_fastest"] = r["samples_per_second"] / fastest
         r["launch_vs_quickest"] = r["launch_seconds"] / quickest
     minimal = rows["minimal_ddp_loop"]
-    return {"task": "digits", "model": "SmallCNN", "global_batch_size": 32, "world_size": nproc, "epochs": epochs,
-            "repeats": b.repeats, "rows": rows,
-            "extras_cost": {name: {"step_time": minimal["samples_per_second"] / rows[name]["samples_per_second"],
-                                   "launch_time": rows[name]["launch_seconds"] / minimal["launch_seconds"]}
-                            for name in ("4_ddp_torchrun", "6_accelerate") if name in rows}}
+    return {
+        "task": "digits",
+        "model": "SmallCNN",
+        "global_batch_size": 32,
+        "world_size": nproc,
+        "epochs": epochs,
+        "repeats": b.repeats,
+        "rows": rows,
+        "extras_cost": {
+            name: {
+                "step_time": minimal["samples_per_second"] / rows[name]["samples_per_second"],
+                "launch_time": rows[name]["launch_seconds"] / minimal["launch_seconds"],
+            }
+            for name in ("4_ddp_torchrun", "6_accelerate")
+            if name in rows
+        },
+    }
 
 
 def scaling(b):
@@ -432,10 +597,16 @@ def scaling(b):
     (rung 7) against DDP (rung 4) at 2 processes: step time, and bytes per process."""
     if b.cuda:
         return {"skipped": "measured on CPU only: one GPU cannot host two NCCL ranks"}
-    out = {"threads": {"one_process": torch.get_num_threads(), "per_process_of_two": max(1, torch.get_num_threads()
-                                                                                          // 2)}}
+    out = {
+        "threads": {
+            "one_process": torch.get_num_threads(),
+            "per_process_of_two": max(1, torch.get_num_threads() // 2),
+        }
+    }
     sizes = {}
-    for task, epochs in (("digits", 5), ("gpt", 2))[:1 if b.quick else 2]:  # quick runs launch no GPT
+    for task, epochs in (("digits", 5), ("gpt", 2))[
+        : 1 if b.quick else 2
+    ]:  # quick runs launch no GPT
         epochs = 2 if b.quick else epochs
         one, two, fsdp = [], [], []
         for _ in range(b.repeats):
@@ -445,18 +616,24 @@ def scaling(b):
         info = data.build(cli.parse(argv=["--task", task, "--data-dir", b.data_dir]))[2]
         grads = sum(p.numel() for p in models.build(info).parameters())
         sizes[task] = grads
-        out[task] = {"model": {"digits": "SmallCNN", "gpt": "GPT"}[task], "global_batch_size": 32,
-                     "one_process_samples_per_second": median_steady(one),
-                     "two_processes_samples_per_second": median_steady(two),
-                     "ratio": median_steady(two) / median_steady(one), "gradient_numel": grads,
-                     "max_abs_weight_diff": weight_diff(one[0], two[0]),
-                     "loss_curves": {"one_process": curve(one[0]), "two_processes": curve(two[0])},
-                     "fsdp_samples_per_second": median_steady(fsdp),
-                     "fsdp_over_ddp_step_time": median_steady(two) / median_steady(fsdp),
-                     "fsdp_max_abs_weight_diff_vs_one_process": weight_diff(one[0], fsdp[0]),
-                     "bytes_per_process": {r: {k: m[k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes")}
-                                           for r, m in (("ddp", two[0]), ("fsdp", fsdp[0]))}}
-    reduce = allreduce(b, [1, 2 ** 14, 2 ** 18, 2 ** 20, 2 ** 22, *sizes.values()])
+        out[task] = {
+            "model": {"digits": "SmallCNN", "gpt": "GPT"}[task],
+            "global_batch_size": 32,
+            "one_process_samples_per_second": median_steady(one),
+            "two_processes_samples_per_second": median_steady(two),
+            "ratio": median_steady(two) / median_steady(one),
+            "gradient_numel": grads,
+            "max_abs_weight_diff": weight_diff(one[0], two[0]),
+            "loss_curves": {"one_process": curve(one[0]), "two_processes": curve(two[0])},
+            "fsdp_samples_per_second": median_steady(fsdp),
+            "fsdp_over_ddp_step_time": median_steady(two) / median_steady(fsdp),
+            "fsdp_max_abs_weight_diff_vs_one_process": weight_diff(one[0], fsdp[0]),
+            "bytes_per_process": {
+                r: {k: m[k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes")}
+                for r, m in (("ddp", two[0]), ("fsdp", fsdp[0]))
+            },
+        }
+    reduce = allreduce(b, [1, 2**14, 2**18, 2**20, 2**22, *sizes.values()])
     out["allreduce_2_processes"] = reduce
     for task, grads in sizes.items():
         r = out[task]
@@ -471,24 +648,37 @@ def scaling(b):
 def mixed_precision(b):
     """Rung 5 at world size 1: bf16 autocast vs fp32, and fp16 + GradScaler vs bf16."""
     out = {}
-    tasks = (("digits", ("no", "bf16") if b.quick and not b.cuda else ("no", "bf16", "fp16"), 4),
-             ("gpt", ("no", "bf16", "fp16") if b.cuda else ("no", "bf16"), 2))  # fp16 on a CPU: 7-18x slower
-    for task, precisions, epochs in tasks[:1 if b.quick else 2]:  # quick runs launch no GPT
+    tasks = (
+        ("digits", ("no", "bf16") if b.quick and not b.cuda else ("no", "bf16", "fp16"), 4),
+        ("gpt", ("no", "bf16", "fp16") if b.cuda else ("no", "bf16"), 2),
+    )  # fp16 on a CPU: 7-18x slower
+    for task, precisions, epochs in tasks[: 1 if b.quick else 2]:  # quick runs launch no GPT
         epochs = 2 if b.quick else epochs
         runs = {p: [] for p in precisions}
         for _ in range(b.repeats):
             for p in precisions:
-                flag = ["--mixed-precision", p] if p != "no" else []  # "no" is the default: rung 5 is rung 4
-                runs[p].append(b.launch(5, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32, *flag]))
+                flag = (
+                    ["--mixed-precision", p] if p != "no" else []
+                )  # "no" is the default: rung 5 is rung 4
+                runs[p].append(
+                    b.launch(5, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32, *flag])
+                )
         sps = {p: median_steady(rs) for p, rs in runs.items()}
-        out[task] = {"samples_per_second": sps, "bf16_speedup_vs_fp32": sps["bf16"] / sps["no"],
-                     "final_train_loss": {p: rs[0]["train_loss"] for p, rs in runs.items()},
-                     "max_abs_weight_diff_vs_fp32": {p: weight_diff(rs[0], runs["no"][0]) for p, rs in runs.items()},
-                     "loss_curves": {p: curve(rs[0]) for p, rs in runs.items()}}
+        out[task] = {
+            "samples_per_second": sps,
+            "bf16_speedup_vs_fp32": sps["bf16"] / sps["no"],
+            "final_train_loss": {p: rs[0]["train_loss"] for p, rs in runs.items()},
+            "max_abs_weight_diff_vs_fp32": {
+                p: weight_diff(rs[0], runs["no"][0]) for p, rs in runs.items()
+            },
+            "loss_curves": {p: curve(rs[0]) for p, rs in runs.items()},
+        }
         if "fp16" in sps:
             out[task]["fp16_speedup_vs_bf16"] = sps["fp16"] / sps["bf16"]
         else:
-            out[task]["fp16"] = "not run on CPU: fp16 is many times slower than fp32 there (see digits)"
+            out[task]["fp16"] = (
+                "not run on CPU: fp16 is many times slower than fp32 there (see digits)"
+            )
     return out
 
 
@@ -506,7 +696,9 @@ def checkpoints(b):
 
         def epoch():
             for batch in loader:
-                loss = F.cross_entropy(model(batch["inputs"].to(b.device)), batch["labels"].to(b.device))
+                loss = F.cross_entropy(
+                    model(batch["inputs"].to(b.device)), batch["labels"].to(b.device)
+                )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
@@ -520,7 +712,9 @@ def checkpoints(b):
             checkpoint.save(directory, model, optimizer, next(counter), 0, 0, keep=2)
 
         def plain():
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, pickle_path)
+            torch.save(
+                {"model": model.state_dict(), "optimizer": optimizer.state_dict()}, pickle_path
+            )
 
         def plain_fsync():
             plain()
@@ -528,8 +722,11 @@ def checkpoints(b):
                 os.fsync(f.fileno())
 
         repeats = 2 if b.quick else 9
-        save = alternate({"checkpoint.save": ours, "torch.save": plain, "torch.save+fsync": plain_fsync},
-                         repeats, b.sync)
+        save = alternate(
+            {"checkpoint.save": ours, "torch.save": plain, "torch.save+fsync": plain_fsync},
+            repeats,
+            b.sync,
+        )
         newest = checkpoint.list_checkpoints(directory)[-1]
 
         def load_ours():
@@ -542,11 +739,16 @@ def checkpoints(b):
 
         load = alternate({"checkpoint.load": load_ours, "torch.load": load_plain}, repeats, b.sync)
         size = sum(f.stat().st_size for f in newest.iterdir())
-        out[task] = {"model": type(model).__name__, "checkpoint_bytes": size, "epoch_seconds": epoch_seconds,
-                     "save_seconds": save, "load_seconds": load,
-                     "save_ratio_vs_torch_save": save["checkpoint.save"] / save["torch.save"],
-                     "load_ratio_vs_torch_load": load["checkpoint.load"] / load["torch.load"],
-                     "share_of_epoch": save["checkpoint.save"] / epoch_seconds}
+        out[task] = {
+            "model": type(model).__name__,
+            "checkpoint_bytes": size,
+            "epoch_seconds": epoch_seconds,
+            "save_seconds": save,
+            "load_seconds": load,
+            "save_ratio_vs_torch_save": save["checkpoint.save"] / save["torch.save"],
+            "load_ratio_vs_torch_load": load["checkpoint.load"] / load["torch.load"],
+            "share_of_epoch": save["checkpoint.save"] / epoch_seconds,
+        }
     return out
 
 
@@ -566,31 +768,62 @@ def gpu(b):
     if not b.cuda:
         return {"skipped": "no CUDA device here"}
     batch, eval_batches, epochs = (4, 1, 2) if b.quick else (32, 5, 3)
-    eval_sequences = batch * eval_batches  # whole batches only: a last, shorter batch would compile again
-    sequences = 10 * eval_sequences  # the corpus's last tenth is the eval set; 45 training steps an epoch
+    eval_sequences = (
+        batch * eval_batches
+    )  # whole batches only: a last, shorter batch would compile again
+    sequences = (
+        10 * eval_sequences
+    )  # the corpus's last tenth is the eval set; 45 training steps an epoch
     text = b"\n\n".join(p.read_bytes() for p in data._default_corpus())
-    corpus = b.work / "corpus.txt"  # the project's text repeated: throughput only, the loss means little
-    corpus.write_bytes((text * (sequences * 1024 // len(text) + 1))[:sequences * 1024 + 1])
+    corpus = (
+        b.work / "corpus.txt"
+    )  # the project's text repeated: throughput only, the loss means little
+    corpus.write_bytes((text * (sequences * 1024 // len(text) + 1))[: sequences * 1024 + 1])
     assert round(sequences * data.TEXT_EVAL_FRACTION) == eval_sequences
-    common = ["--task", "gpt", "--text-file", corpus, *GPT_GPU, "--batch-size", batch, "--epochs", epochs, "--tf32"]
+    common = [
+        "--task",
+        "gpt",
+        "--text-file",
+        corpus,
+        *GPT_GPU,
+        "--batch-size",
+        batch,
+        "--epochs",
+        epochs,
+        "--tf32",
+    ]
     out = b.previous.get("gpu", {}) if "runs" in b.previous.get("gpu", {}) else {"runs": {}}
     info = data.Info("gpt", "text", (1024,), 256)
     model = models.build(info, "gpt", 12, 12, 768)
     peak, name = metrics.device_peak("cuda")
-    out.update({"device_name": name, "peak_bf16_flops": peak, "flops_per_token": model.flops_per_token(),
-                "parameters": sum(p.numel() for p in model.parameters()), "batch_size": batch, "block_size": 1024})
+    out.update(
+        {
+            "device_name": name,
+            "peak_bf16_flops": peak,
+            "flops_per_token": model.flops_per_token(),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "batch_size": batch,
+            "block_size": 1024,
+        }
+    )
     for key in b.gpu_runs:
         rung, flags, accelerate_flags = GPU_RUNS[key]
         run = b.launch(rung, 1, [*common, *flags], accelerate_flags=accelerate_flags)
         tokens = steady(run) * 1024
-        out["runs"][key] = {"tokens_per_second": tokens, "train_loss": run["train_loss"],
-                            "mfu": tokens * model.flops_per_token() / peak if peak else None,
-                            "first_epoch_seconds": run["history"][0]["step"] * batch / run["history"][0][
-                                "samples_per_second"]}  # compilation included
+        out["runs"][key] = {
+            "tokens_per_second": tokens,
+            "train_loss": run["train_loss"],
+            "mfu": tokens * model.flops_per_token() / peak if peak else None,
+            "first_epoch_seconds": run["history"][0]["step"]
+            * batch
+            / run["history"][0]["samples_per_second"],
+        }  # compilation included
     r = out["runs"]
 
     def ratio(a, b_):
-        return r[a]["tokens_per_second"] / r[b_]["tokens_per_second"] if a in r and b_ in r else None
+        return (
+            r[a]["tokens_per_second"] / r[b_]["tokens_per_second"] if a in r and b_ in r else None
+        )
 
     out["bf16_speedup_vs_tf32"] = ratio("rung5_bf16_compile", "rung5_tf32_compile")
     out["rung6_over_rung1_step_time"] = ratio("rung1_tf32_compile", "rung6_tf32_compile")
@@ -598,32 +831,67 @@ def gpu(b):
     return out
 
 
-SECTIONS = {"overhead": overhead, "input_pipeline": input_pipeline, "scaling": scaling,
-            "accumulation": accumulation, "peers": peers, "mixed_precision": mixed_precision,
-            "checkpoint": checkpoints, "gpu": gpu}
+SECTIONS = {
+    "overhead": overhead,
+    "input_pipeline": input_pipeline,
+    "scaling": scaling,
+    "accumulation": accumulation,
+    "peers": peers,
+    "mixed_precision": mixed_precision,
+    "checkpoint": checkpoints,
+    "gpu": gpu,
+}
 
 
 def machine(device):
     import accelerate
     import datasets
 
-    return {"device": device, "device_name": torch.cuda.get_device_name() if device == "cuda" else platform.processor()
-            or platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-            "accelerate": accelerate.__version__, "datasets": datasets.__version__,
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "device": device,
+        "device_name": torch.cuda.get_device_name()
+        if device == "cuda"
+        else platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "accelerate": accelerate.__version__,
+        "datasets": datasets.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="one repeat of short runs: checks the machinery in seconds")
-    p.add_argument("--out", default=None,
-                   help="where bench/, img/ and benchmarks.md go (default: guides/; out/bench-quick with --quick)")
-    p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of: {', '.join(SECTIONS)}")
-    p.add_argument("--repeats", type=int, default=3, help="runs of each contender, interleaved (full mode)")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="one repeat of short runs: checks the machinery in seconds",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="where bench/, img/ and benchmarks.md go (default: guides/; out/bench-quick with --quick)",
+    )
+    p.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma-separated, of: {', '.join(SECTIONS)}"
+    )
+    p.add_argument(
+        "--repeats", type=int, default=3, help="runs of each contender, interleaved (full mode)"
+    )
     p.add_argument("--data-dir", default=os.environ.get("DDP_LADDER_CACHE", ".cache/ddp-ladder"))
-    p.add_argument("--gpu-runs", default=",".join(GPU_RUNS), help=f"the gpu section's runs, of: {', '.join(GPU_RUNS)}")
-    p.add_argument("--render-only", action="store_true",
-                   help="run nothing: redraw benchmarks.md, the plots and the README table from <out>/bench")
+    p.add_argument(
+        "--gpu-runs",
+        default=",".join(GPU_RUNS),
+        help=f"the gpu section's runs, of: {', '.join(GPU_RUNS)}",
+    )
+    p.add_argument(
+        "--render-only",
+        action="store_true",
+        help="run nothing: redraw benchmarks.md, the plots and the README table from <out>/bench",
+    )
     opts = p.parse_args()
     opts.out = opts.out or str(ROOT / ("out/bench-quick" if opts.quick else "guides"))
     if opts.render_only:
@@ -639,7 +907,11 @@ def main():
     b = Bench(opts, work)
     path = out / "bench" / f"results-{b.device}.json"
     old = json.loads(path.read_text()) if path.exists() else None
-    sections = dict(old["sections"]) if old and old.get("quick") == opts.quick and set(wanted) != set(SECTIONS) else {}
+    sections = (
+        dict(old["sections"])
+        if old and old.get("quick") == opts.quick and set(wanted) != set(SECTIONS)
+        else {}
+    )
     b.previous = dict(sections)
     failed, earlier = [], old["seconds"] if sections else 0.0
     result = {"schema": SCHEMA, "quick": opts.quick, "machine": machine(b.device)}
@@ -654,15 +926,23 @@ def main():
                 sections[name] = {"error": str(e)}
                 print(f"bench: {name} FAILED: {e}", file=sys.stderr)
             print(f"bench: {name} done in {time.perf_counter() - start:.0f} s", flush=True)
-            result.update(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                          launch_failures=b.failures, sections=sections, seconds=earlier + time.perf_counter() - started,
-                          summary=summary(sections))
-            metrics.write_json(path, result)  # after every section: a run cut short keeps what it measured
+            result.update(
+                created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                launch_failures=b.failures,
+                sections=sections,
+                seconds=earlier + time.perf_counter() - started,
+                summary=summary(sections),
+            )
+            metrics.write_json(
+                path, result
+            )  # after every section: a run cut short keeps what it measured
     finally:
         shutil.rmtree(work, ignore_errors=True)
     render(out)
     print(summary_table(result))
-    print(f"bench: {time.perf_counter() - started:.0f} s -> {path}, {out / 'benchmarks.md'}, {out / 'img'}")
+    print(
+        f"bench: {time.perf_counter() - started:.0f} s -> {path}, {out / 'benchmarks.md'}, {out / 'img'}"
+    )
     if failed:
         sys.exit(f"error: bench sections failed: {', '.join(failed)}")
 

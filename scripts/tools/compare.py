@@ -11,6 +11,7 @@ bare model compare. Prints max |w_a - w_b| and the tensor where it is largest, a
 eval accuracy, steps and global batch. Exit code 0 when the weights agree within --tolerance (and, for runs,
 the step counts and global batches match), 1 when they do not, 2 when a side cannot be read.
 """
+
 import argparse
 import json
 import sys
@@ -19,8 +20,17 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-import ladder  # noqa: F401  (puts scripts/ on the path, for common)
-from common.checkpoint import bare_key
+PREFIXES = (
+    "module.",
+    "_orig_mod.",
+)  # what DDP / DataParallel and torch.compile put before a saved name
+
+
+def bare_key(key):
+    """A tensor's name without the wrappers' prefixes, so a DDP run's file compares with a plain one's."""
+    while key.startswith(PREFIXES):
+        key = key[len(next(p for p in PREFIXES if key.startswith(p))) :]
+    return key
 
 
 def load_weights(path):
@@ -32,7 +42,9 @@ def load_weights(path):
         metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
         path = path / "model.safetensors"
     if not path.is_file():
-        raise ValueError(f"{str(path)!r} does not exist: pass a run's --output-dir or a weight file")
+        raise ValueError(
+            f"{str(path)!r} does not exist: pass a run's --output-dir or a weight file"
+        )
     if path.suffix == ".safetensors":
         state = load_file(str(path))
     else:
@@ -40,8 +52,12 @@ def load_weights(path):
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # weights_only refuses anything but tensors and plain containers
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ValueError(f"{str(path)!r} is not a state_dict that loads with weights_only=True ({first[:160]})")
-        state = state.get("model", state.get("state_dict", state)) if isinstance(state, dict) else state
+            raise ValueError(
+                f"{str(path)!r} is not a state_dict that loads with weights_only=True ({first[:160]})"
+            )
+        state = (
+            state.get("model", state.get("state_dict", state)) if isinstance(state, dict) else state
+        )
     if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
         raise ValueError(f"{str(path)!r} holds no state_dict of tensors")
     return {bare_key(k): v for k, v in state.items()}, metrics
@@ -51,12 +67,16 @@ def compare(a, b):
     """(max |a - b|, the tensor where it is largest); ValueError when the two hold different tensors."""
     if a.keys() != b.keys():
         only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
-        raise ValueError(f"the two hold different tensors (only in the first: {only_a[:3]}, only in the second: "
-                         f"{only_b[:3]}): they are not the same model")
+        raise ValueError(
+            f"the two hold different tensors (only in the first: {only_a[:3]}, only in the second: "
+            f"{only_b[:3]}): they are not the same model"
+        )
     worst, where = 0.0, None
     for key in a:
         if a[key].shape != b[key].shape:
-            raise ValueError(f"{key} has shape {tuple(a[key].shape)} in one and {tuple(b[key].shape)} in the other")
+            raise ValueError(
+                f"{key} has shape {tuple(a[key].shape)} in one and {tuple(b[key].shape)} in the other"
+            )
         diff = (a[key].double() - b[key].double()).abs().max().item() if a[key].numel() else 0.0
         if where is None or diff > worst:
             worst, where = diff, key
@@ -64,10 +84,16 @@ def compare(a, b):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("a", help="a run's --output-dir, a .safetensors file, or a torch.save'd state_dict")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "a", help="a run's --output-dir, a .safetensors file, or a torch.save'd state_dict"
+    )
     p.add_argument("b", help="another one")
-    p.add_argument("--tolerance", type=float, default=1e-5, help="max |w_a - w_b| allowed (default 1e-5)")
+    p.add_argument(
+        "--tolerance", type=float, default=1e-5, help="max |w_a - w_b| allowed (default 1e-5)"
+    )
     args = p.parse_args()
     try:
         (wa, ma), (wb, mb) = load_weights(args.a), load_weights(args.b)
@@ -78,13 +104,21 @@ def main():
     same = diff <= args.tolerance
     for out, m in ((args.a, ma), (args.b, mb)):
         if m:
-            print(f"{out:<24} {m['rung']:<18} world size {m.get('world_size', 1)}  global batch "
-                  f"{m['global_batch_size']:>3}  steps {m['steps']:>4}  eval accuracy {m['eval_accuracy']:.4f}  "
-                  f"({m['eval_samples']} samples)")
+            print(
+                f"{out:<24} {m['rung']:<18} world size {m.get('world_size', 1)}  global batch "
+                f"{m['global_batch_size']:>3}  steps {m['steps']:>4}  eval accuracy {m['eval_accuracy']:.4f}  "
+                f"({m['eval_samples']} samples)"
+            )
     if ma and mb:
-        same = same and ma["steps"] == mb["steps"] and ma["global_batch_size"] == mb["global_batch_size"]
-    print(f"max |w_a - w_b| = {diff:.3g} (largest in {where}): {'the same' if same else 'DIFFERENT'} "
-          f"within {args.tolerance:g}")
+        same = (
+            same
+            and ma["steps"] == mb["steps"]
+            and ma["global_batch_size"] == mb["global_batch_size"]
+        )
+    print(
+        f"max |w_a - w_b| = {diff:.3g} (largest in {where}): {'the same' if same else 'DIFFERENT'} "
+        f"within {args.tolerance:g}"
+    )
     sys.exit(0 if same else 1)
 
 

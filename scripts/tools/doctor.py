@@ -10,6 +10,7 @@ fix and the section of guides/your-script.md that shows it. The checker reads th
 names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), not types, so a helper that hides a
 collective behind another name is not seen.
 """
+
 import argparse
 import ast
 import re
@@ -18,77 +19,136 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GUIDE = "guides/your-script.md"
-COLLECTIVES = {"all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor", "barrier", "broadcast",
-               "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "gather",
-               "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single",
-               "monitored_barrier", "gather_for_metrics", "wait_for_everyone", "pad_across_processes"}
+COLLECTIVES = {
+    "all_reduce",
+    "all_gather",
+    "all_gather_object",
+    "all_gather_into_tensor",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "all_to_all",
+    "all_to_all_single",
+    "monitored_barrier",
+    "gather_for_metrics",
+    "wait_for_everyone",
+    "pad_across_processes",
+}
 RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main")
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 RULES = {
-    "DDL101": ("deprecated launcher: torch.distributed.launch and its --local_rank argument",
-               "launch with torchrun and read LOCAL_RANK from the environment", "1-launch-with-torchrun",
-               "torch.distributed.launch is deprecated; torchrun replaces it and passes LOCAL_RANK (and RANK, "
-               "WORLD_SIZE, ...) in the environment instead of a --local_rank argument. A script that parses "
-               "--local_rank breaks under torchrun (the argument never comes) or gets it twice."),
-    "DDL102": ("deprecated mixed precision: torch.cuda.amp or NVIDIA APEX amp",
-               "use torch.amp.autocast(device_type) and torch.amp.GradScaler(device_type)", "10-mixed-precision",
-               "torch.cuda.amp.autocast/GradScaler are deprecated spellings of torch.amp.*; APEX's "
-               "amp.initialize(opt_level=...) is unmaintained and its O2 casts the weights themselves. torch.amp "
-               "keeps fp32 weights and works with DDP, FSDP and torch.compile."),
-    "DDL103": ("nn.DataParallel", "use DistributedDataParallel, one process per GPU", "5-wrap-the-model-in-ddp",
-               "DataParallel runs every GPU from one process through Python threads, copies the model to every "
-               "GPU at every step and gathers all outputs on GPU 0. DistributedDataParallel has none of these "
-               "costs and works across machines."),
-    "DDL104": ("DataLoader with both shuffle=True and a sampler",
-               "drop shuffle=True: DistributedSampler shuffles (seed + set_epoch)", "4-shard-the-training-data",
-               "DataLoader raises 'sampler option is mutually exclusive with shuffle'. DistributedSampler(shuffle="
-               "True) already shuffles, the same permutation on every rank, each rank taking its share."),
-    "DDL105": ("DistributedSampler without set_epoch", "call sampler.set_epoch(epoch) at the start of every epoch",
-               "4-shard-the-training-data",
-               "DistributedSampler shuffles with seed + epoch and never advances the epoch itself: without "
-               "set_epoch every epoch repeats the first one's order, silently."),
-    "DDL106": ("saving a wrapped model's state_dict()",
-               "save model.module.state_dict() (DDP) or accelerator.unwrap_model(model).state_dict()",
-               "11-save-from-rank-0-without-the-module-prefix",
-               "A DDP or DataParallel model's state_dict() names every tensor 'module.<name>': the file then loads "
-               "into the wrapped model only, not into the plain model of your inference code."),
-    "DDL107": ("torch.save on every rank", "save under `if rank == 0:` (or accelerator.is_main_process)",
-               "11-save-from-rank-0-without-the-module-prefix",
-               "Every process runs the same code: without a guard, N processes write the same file at once (a "
-               "torn file on a shared disk) or N copies."),
-    "DDL108": ("a collective inside a block only some ranks enter",
-               "call it on every rank: move it out of the rank check", "7-the-loss-you-print-and-the-eval-you-report",
-               "A collective (all_reduce, barrier, gather, wait_for_everyone, gather_for_metrics, ...) completes "
-               "only when every rank calls it. Called under `if rank == 0:`, rank 0 waits forever for the others "
-               "(or until the timeout)."),
-    "DDL109": ("torch.load without weights_only=True", "pass weights_only=True (and map_location)",
-               "12-load-safely",
-               "torch.load unpickles: a checkpoint from elsewhere can run code when it is loaded. weights_only=True "
-               "loads tensors and plain containers only; map_location puts them on this process's device."),
-    "DDL110": ("loss.backward() in a script that uses Accelerate", "call accelerator.backward(loss)",
-               "a-accelerator-prepare-and-backward",
-               "accelerator.backward scales the loss for fp16 and divides it for gradient accumulation; "
-               "loss.backward() skips both, so fp16 gradients underflow and accumulated steps are too large."),
-    "DDL111": ("a scheduler passed to accelerator.prepare and stepped once per epoch",
-               "step it every optimizer step, or keep it out of prepare()", "b-schedulers-with-prepare",
-               "A prepared scheduler steps once per process at every call (split_batches=False): a per-epoch "
-               "StepLR(gamma=0.7) at 2 processes went 1.0 -> 0.49 -> 0.2401 instead of 1.0 -> 0.7 -> 0.49."),
-    "DDL112": ("DistributedDataParallel(find_unused_parameters=True)",
-               "leave it False unless some parameters really get no gradient", "5-wrap-the-model-in-ddp",
-               "find_unused_parameters=True walks the autograd graph after every forward to find parameters "
-               "without gradients: a cost on every step, needed only for models with unused branches."),
-    "DDL113": ("init_process_group without destroy_process_group",
-               "call dist.destroy_process_group() at the end", "2-join-the-process-group",
-               "Without it, NCCL's resources are torn down in whatever order the interpreter exits (torch warns), "
-               "and a process that exits early can leave the others hanging in a collective."),
-    "DDL114": ("a metric divided by len(loader.dataset) in a script that shards its data",
-               "all_reduce the sums first, then divide by the whole set's size",
-               "7-the-loss-you-print-and-the-eval-you-report",
-               "With a DistributedSampler or a per-rank shard, each process sums over its own share only; dividing "
-               "that by the size of the whole set reports 1/world_size of the real mean, without an error."),
+    "DDL101": (
+        "deprecated launcher: torch.distributed.launch and its --local_rank argument",
+        "launch with torchrun and read LOCAL_RANK from the environment",
+        "1-launch-with-torchrun",
+        "torch.distributed.launch is deprecated; torchrun replaces it and passes LOCAL_RANK (and RANK, "
+        "WORLD_SIZE, ...) in the environment instead of a --local_rank argument. A script that parses "
+        "--local_rank breaks under torchrun (the argument never comes) or gets it twice.",
+    ),
+    "DDL102": (
+        "deprecated mixed precision: torch.cuda.amp or NVIDIA APEX amp",
+        "use torch.amp.autocast(device_type) and torch.amp.GradScaler(device_type)",
+        "10-mixed-precision",
+        "torch.cuda.amp.autocast/GradScaler are deprecated spellings of torch.amp.*; APEX's "
+        "amp.initialize(opt_level=...) is unmaintained and its O2 casts the weights themselves. torch.amp "
+        "keeps fp32 weights and works with DDP, FSDP and torch.compile.",
+    ),
+    "DDL103": (
+        "nn.DataParallel",
+        "use DistributedDataParallel, one process per GPU",
+        "5-wrap-the-model-in-ddp",
+        "DataParallel runs every GPU from one process through Python threads, copies the model to every "
+        "GPU at every step and gathers all outputs on GPU 0. DistributedDataParallel has none of these "
+        "costs and works across machines.",
+    ),
+    "DDL104": (
+        "DataLoader with both shuffle=True and a sampler",
+        "drop shuffle=True: DistributedSampler shuffles (seed + set_epoch)",
+        "4-shard-the-training-data",
+        "DataLoader raises 'sampler option is mutually exclusive with shuffle'. DistributedSampler(shuffle="
+        "True) already shuffles, the same permutation on every rank, each rank taking its share.",
+    ),
+    "DDL105": (
+        "DistributedSampler without set_epoch",
+        "call sampler.set_epoch(epoch) at the start of every epoch",
+        "4-shard-the-training-data",
+        "DistributedSampler shuffles with seed + epoch and never advances the epoch itself: without "
+        "set_epoch every epoch repeats the first one's order, silently.",
+    ),
+    "DDL106": (
+        "saving a wrapped model's state_dict()",
+        "save model.module.state_dict() (DDP) or accelerator.unwrap_model(model).state_dict()",
+        "11-save-from-rank-0-without-the-module-prefix",
+        "A DDP or DataParallel model's state_dict() names every tensor 'module.<name>': the file then loads "
+        "into the wrapped model only, not into the plain model of your inference code.",
+    ),
+    "DDL107": (
+        "torch.save on every rank",
+        "save under `if rank == 0:` (or accelerator.is_main_process)",
+        "11-save-from-rank-0-without-the-module-prefix",
+        "Every process runs the same code: without a guard, N processes write the same file at once (a "
+        "torn file on a shared disk) or N copies.",
+    ),
+    "DDL108": (
+        "a collective inside a block only some ranks enter",
+        "call it on every rank: move it out of the rank check",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "A collective (all_reduce, barrier, gather, wait_for_everyone, gather_for_metrics, ...) completes "
+        "only when every rank calls it. Called under `if rank == 0:`, rank 0 waits forever for the others "
+        "(or until the timeout).",
+    ),
+    "DDL109": (
+        "torch.load without weights_only=True",
+        "pass weights_only=True (and map_location)",
+        "12-load-safely",
+        "torch.load unpickles: a checkpoint from elsewhere can run code when it is loaded. weights_only=True "
+        "loads tensors and plain containers only; map_location puts them on this process's device.",
+    ),
+    "DDL110": (
+        "loss.backward() in a script that uses Accelerate",
+        "call accelerator.backward(loss)",
+        "a-accelerator-prepare-and-backward",
+        "accelerator.backward scales the loss for fp16 and divides it for gradient accumulation; "
+        "loss.backward() skips both, so fp16 gradients underflow and accumulated steps are too large.",
+    ),
+    "DDL111": (
+        "a scheduler passed to accelerator.prepare and stepped once per epoch",
+        "step it every optimizer step, or keep it out of prepare()",
+        "b-schedulers-with-prepare",
+        "A prepared scheduler steps once per process at every call (split_batches=False): a per-epoch "
+        "StepLR(gamma=0.7) at 2 processes went 1.0 -> 0.49 -> 0.2401 instead of 1.0 -> 0.7 -> 0.49.",
+    ),
+    "DDL112": (
+        "DistributedDataParallel(find_unused_parameters=True)",
+        "leave it False unless some parameters really get no gradient",
+        "5-wrap-the-model-in-ddp",
+        "find_unused_parameters=True walks the autograd graph after every forward to find parameters "
+        "without gradients: a cost on every step, needed only for models with unused branches.",
+    ),
+    "DDL113": (
+        "init_process_group without destroy_process_group",
+        "call dist.destroy_process_group() at the end",
+        "2-join-the-process-group",
+        "Without it, NCCL's resources are torn down in whatever order the interpreter exits (torch warns), "
+        "and a process that exits early can leave the others hanging in a collective.",
+    ),
+    "DDL114": (
+        "a metric divided by len(loader.dataset) in a script that shards its data",
+        "all_reduce the sums first, then divide by the whole set's size",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "With a DistributedSampler or a per-rank shard, each process sums over its own share only; dividing "
+        "that by the size of the whole set reports 1/world_size of the real mean, without an error.",
+    ),
 }
 
 
@@ -101,7 +161,9 @@ class Finding:
 
     def __str__(self):
         what, fix, anchor, _ = RULES[self.code]
-        return f"{self.path}:{self.line}:{self.col + 1}: {self.code} {what}: {fix} ({GUIDE}#{anchor})"
+        return (
+            f"{self.path}:{self.line}:{self.col + 1}: {self.code} {what}: {fix} ({GUIDE}#{anchor})"
+        )
 
 
 def dotted(node):
@@ -143,11 +205,31 @@ class Checker(ast.NodeVisitor):
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
         names = {last(dotted(c.func)) for c in calls}
         self.uses_accelerate = "Accelerator" in names
-        self.distributed = bool(names & {"init_process_group", "Accelerator", "DistributedSampler",
-                                         "DistributedDataParallel", "DDP", "PartialState"})
-        self.shards = bool(names & {"DistributedSampler", "Subset", "shard", "split_dataset_by_node"})
-        self.reduces = bool(names & {"all_reduce", "reduce", "gather_for_metrics", "gather", "all_gather",
-                                     "all_gather_object"})
+        self.distributed = bool(
+            names
+            & {
+                "init_process_group",
+                "Accelerator",
+                "DistributedSampler",
+                "DistributedDataParallel",
+                "DDP",
+                "PartialState",
+            }
+        )
+        self.shards = bool(
+            names & {"DistributedSampler", "Subset", "shard", "split_dataset_by_node"}
+        )
+        self.reduces = bool(
+            names
+            & {
+                "all_reduce",
+                "reduce",
+                "gather_for_metrics",
+                "gather",
+                "all_gather",
+                "all_gather_object",
+            }
+        )
         self.wrapped = set()  # names bound to a DDP / DataParallel / prepared model
         self.samplers = set()  # names bound to a DistributedSampler
         self.prepared_schedulers = set()
@@ -156,8 +238,11 @@ class Checker(ast.NodeVisitor):
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 callee = last(dotted(node.value.func))
-                targets = [t for target in node.targets for t in (target.elts if isinstance(target, ast.Tuple)
-                                                                  else [target])]
+                targets = [
+                    t
+                    for target in node.targets
+                    for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                ]
                 target_names = [dotted(t) for t in targets]
                 if callee in WRAPPERS:
                     self.wrapped.update(target_names)
@@ -168,7 +253,9 @@ class Checker(ast.NodeVisitor):
                     for arg, target in zip(args, target_names):
                         if "sched" in arg.lower() or "lr" in arg.lower().split("_"):
                             self.prepared_schedulers.add(target)
-                    self.wrapped.update(t for a, t in zip(args, target_names) if "model" in a.lower())
+                    self.wrapped.update(
+                        t for a, t in zip(args, target_names) if "model" in a.lower()
+                    )
 
     def add(self, node, code):
         self.found.append(Finding(self.path, node.lineno, node.col_offset, code))
@@ -187,7 +274,11 @@ class Checker(ast.NodeVisitor):
         condition is written without a leading `not`; polarity is False in its else branch or under `not`."""
         found = None
         for parent, child in zip(self.stack, self.stack[1:] + [None]):
-            if isinstance(parent, ast.If) and mentions_rank(parent.test) and child is not parent.test:
+            if (
+                isinstance(parent, ast.If)
+                and mentions_rank(parent.test)
+                and child is not parent.test
+            ):
                 test, polarity = parent.test, child not in parent.orelse
                 if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                     test, polarity = test.operand, not polarity
@@ -206,12 +297,18 @@ class Checker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
-        if module.startswith("torch.distributed.launch") or module == "apex" and any(
-                a.name == "amp" for a in node.names) or module.startswith("apex.amp"):
+        if (
+            module.startswith("torch.distributed.launch")
+            or module == "apex"
+            and any(a.name == "amp" for a in node.names)
+            or module.startswith("apex.amp")
+        ):
             self.add(node, "DDL101" if "launch" in module else "DDL102")
         if module == "torch.cuda.amp":
             self.add(node, "DDL102")
-        if module in ("torch.nn", "torch.nn.parallel") and any(a.name == "DataParallel" for a in node.names):
+        if module in ("torch.nn", "torch.nn.parallel") and any(
+            a.name == "DataParallel" for a in node.names
+        ):
             pass  # the import alone is not a use; the call is reported
         self.generic_visit(node)
 
@@ -227,15 +324,29 @@ class Checker(ast.NodeVisitor):
         name = dotted(node)
         if name.startswith("torch.cuda.amp.") and name.count(".") == 3:
             self.add(node, "DDL102")
-        if name in ("apex.parallel.DistributedDataParallel", "amp.initialize", "apex.amp.initialize"):
+        if name in (
+            "apex.parallel.DistributedDataParallel",
+            "amp.initialize",
+            "apex.amp.initialize",
+        ):
             self.add(node, "DDL102")
         self.generic_visit(node)
 
     def visit_Constant(self, node):
-        if isinstance(node.value, str) and node.value in ("--local_rank", "--local-rank", "torch.distributed.launch"):
+        if isinstance(node.value, str) and node.value in (
+            "--local_rank",
+            "--local-rank",
+            "torch.distributed.launch",
+        ):
             parent = self.stack[-1] if self.stack else None
-            if isinstance(parent, ast.Call) and last(dotted(parent.func)) in ("add_argument", "run", "Popen", "call",
-                                                                              "check_call", "check_output"):
+            if isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
+                "add_argument",
+                "run",
+                "Popen",
+                "call",
+                "check_call",
+                "check_output",
+            ):
                 self.add(node, "DDL101")
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
                 self.add(node, "DDL101")
@@ -246,7 +357,11 @@ class Checker(ast.NodeVisitor):
         callee = last(name)
         if callee == "DataParallel":
             self.add(node, "DDL103")
-        if callee == "DataLoader" and is_true(keyword(node, "shuffle")) and keyword(node, "sampler") is not None:
+        if (
+            callee == "DataLoader"
+            and is_true(keyword(node, "shuffle"))
+            and keyword(node, "sampler") is not None
+        ):
             self.add(node, "DDL104")
         if callee == "DistributedSampler" and not self.set_epoch_called:
             self.add(node, "DDL105")
@@ -260,29 +375,61 @@ class Checker(ast.NodeVisitor):
                 self.add(node, "DDL107")
             elif self.uses_accelerate and not self.under_rank_check():
                 self.add(node, "DDL107")
-        if callee in COLLECTIVES and (name.startswith(("dist.", "torch.distributed.", "accelerator."))
-                                      or "." not in name) and self.under_rank_check() \
-                and keyword(node, "group") is None:  # a subgroup's collective is for its members only
+        if (
+            callee in COLLECTIVES
+            and (
+                name.startswith(("dist.", "torch.distributed.", "accelerator.")) or "." not in name
+            )
+            and self.under_rank_check()
+            and keyword(node, "group") is None
+        ):  # a subgroup's collective is for its members only
             if callee in BARRIERS:
                 self.barriers.append((node, *self.rank_check()))
             else:
                 self.add(node, "DDL108")
-        if name in ("torch.load", "load") and name == "torch.load" and not is_true(keyword(node, "weights_only")):
+        if (
+            name in ("torch.load", "load")
+            and name == "torch.load"
+            and not is_true(keyword(node, "weights_only"))
+        ):
             self.add(node, "DDL109")
-        if callee == "backward" and self.uses_accelerate and isinstance(node.func, ast.Attribute) \
-                and last(dotted(node.func.value)) != "accelerator" and not node.args:
+        if (
+            callee == "backward"
+            and self.uses_accelerate
+            and isinstance(node.func, ast.Attribute)
+            and last(dotted(node.func.value)) != "accelerator"
+            and not node.args
+        ):
             self.add(node, "DDL110")
-        if callee == "step" and isinstance(node.func, ast.Attribute) and dotted(node.func.value) in \
-                self.prepared_schedulers:
+        if (
+            callee == "step"
+            and isinstance(node.func, ast.Attribute)
+            and dotted(node.func.value) in self.prepared_schedulers
+        ):
             loops = self.loops()
-            batch_loop = any(("loader" in ast.unparse(loop.iter).lower() or "batch" in ast.unparse(loop.iter).lower())
-                             for loop in loops if isinstance(loop, ast.For))
+            batch_loop = any(
+                (
+                    "loader" in ast.unparse(loop.iter).lower()
+                    or "batch" in ast.unparse(loop.iter).lower()
+                )
+                for loop in loops
+                if isinstance(loop, ast.For)
+            )
             if not batch_loop:
                 self.add(node, "DDL111")
-        if callee in ("DistributedDataParallel", "DDP") and is_true(keyword(node, "find_unused_parameters")):
+        if callee in ("DistributedDataParallel", "DDP") and is_true(
+            keyword(node, "find_unused_parameters")
+        ):
             self.add(node, "DDL112")
-        if callee == "len" and node.args and isinstance(node.args[0], ast.Attribute) and \
-                node.args[0].attr == "dataset" and self.shards and self.distributed and not self.reduces:
+        if (
+            callee == "len"
+            and node.args
+            and isinstance(node.args[0], ast.Attribute)
+            and node.args[0].attr == "dataset"
+            and self.shards
+            and self.distributed
+            and not self.reduces
+        ):
             self.add(node, "DDL114")
         self.generic_visit(node)
 
@@ -295,21 +442,32 @@ def check_source(source, path="<string>"):
     sides = {}
     for _, condition, polarity in checker.barriers:
         sides.setdefault(condition, set()).add(polarity)
-    for node, condition, _ in checker.barriers:  # `if not is_main: barrier()` ... `if is_main: barrier()` is fine
+    for (
+        node,
+        condition,
+        _,
+    ) in checker.barriers:  # `if not is_main: barrier()` ... `if is_main: barrier()` is fine
         if len(sides[condition]) < 2:
             checker.add(node, "DDL108")
     calls = {last(dotted(n.func)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     if "init_process_group" in calls and "destroy_process_group" not in calls:
-        first = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and last(dotted(n.func)) ==
-                     "init_process_group")
+        first = next(
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
+        )
         checker.add(first, "DDL113")
     lines = source.splitlines()
 
     def suppressed(finding):  # flake8's `# noqa` and `# noqa: DDL103` on the finding's line
         match = NOQA.search(lines[finding.line - 1]) if finding.line <= len(lines) else None
-        return match is not None and (not match.group("codes") or finding.code in match.group("codes").upper())
+        return match is not None and (
+            not match.group("codes") or finding.code in match.group("codes").upper()
+        )
 
-    return sorted({f for f in checker.found if not suppressed(f)}, key=lambda f: (f.line, f.col, f.code))
+    return sorted(
+        {f for f in checker.found if not suppressed(f)}, key=lambda f: (f.line, f.col, f.code)
+    )
 
 
 def explain(code):
@@ -320,14 +478,24 @@ def explain(code):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("files", nargs="*", help="Python files to check")
-    p.add_argument("--explain", nargs="?", const="", metavar="CODE", help="the long form of a rule (or list all)")
+    p.add_argument(
+        "--explain",
+        nargs="?",
+        const="",
+        metavar="CODE",
+        help="the long form of a rule (or list all)",
+    )
     args = p.parse_args(argv)
     if args.explain is not None:
         code = args.explain.upper() or None
         if code is not None and code not in RULES:
-            print(f"error: unknown code {args.explain!r}: --explain lists the codes", file=sys.stderr)
+            print(
+                f"error: unknown code {args.explain!r}: --explain lists the codes", file=sys.stderr
+            )
             return 2
         print(explain(code))
         return 0
@@ -341,12 +509,16 @@ def main(argv=None):
             source = path.read_text(encoding="utf-8")
             found += check_source(source, name)
         except (OSError, UnicodeDecodeError) as e:
-            print(f"error: cannot read {name} ({getattr(e, 'strerror', None) or e}): pass a Python file",
-                  file=sys.stderr)
+            print(
+                f"error: cannot read {name} ({getattr(e, 'strerror', None) or e}): pass a Python file",
+                file=sys.stderr,
+            )
             return 2
         except SyntaxError as e:
-            print(f"error: {name}:{e.lineno}:{(e.offset or 0)}: not valid Python ({e.msg}): fix the syntax first",
-                  file=sys.stderr)
+            print(
+                f"error: {name}:{e.lineno}:{(e.offset or 0)}: not valid Python ({e.msg}): fix the syntax first",
+                file=sys.stderr,
+            )
             return 2
     for finding in found:
         print(finding)

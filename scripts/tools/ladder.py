@@ -5,6 +5,7 @@ compare.py and the tests.
     from ladder import RUNGS, command, max_abs_diff
     command(4, nproc=2)  # [".../torchrun", "--standalone", "--nproc_per_node=2", ".../scripts/4_ddp_torchrun.py"]
 """
+
 import os
 import sys
 from pathlib import Path
@@ -14,8 +15,15 @@ ROOT = SCRIPTS.parent
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))  # scripts/common, for the tools in this folder
 
-RUNGS = {1: "1_single_gpu", 2: "2_data_parallel", 3: "3_ddp_spawn", 4: "4_ddp_torchrun", 5: "5_ddp_amp",
-         6: "6_accelerate", 7: "7_fsdp"}
+RUNGS = {
+    1: "1_single_gpu",
+    2: "2_data_parallel",
+    3: "3_ddp_spawn",
+    4: "4_ddp_torchrun",
+    5: "5_ddp_amp",
+    6: "6_accelerate",
+    7: "7_fsdp",
+}
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
 # What the Makefile sets for launches: torchrun restarts over gloo fail or hang unless the workers stop sharing
 # the rendezvous store; accelerate needs torchrun's standalone rendezvous for the same (guides/fault-tolerance.md).
@@ -27,7 +35,15 @@ def default_config():
     import torch
 
     gpus = torch.cuda.device_count()
-    return "cpu_2proc" if not gpus else "1gpu" if gpus == 1 else "2gpu_bf16" if gpus == 2 else "8gpu_bf16"
+    return (
+        "cpu_2proc"
+        if not gpus
+        else "1gpu"
+        if gpus == 1
+        else "2gpu_bf16"
+        if gpus == 2
+        else "8gpu_bf16"
+    )
 
 
 def command(rung, nproc=1, launcher_flags=(), config=None, port=None):
@@ -41,14 +57,30 @@ def command(rung, nproc=1, launcher_flags=(), config=None, port=None):
     if rung == 3:
         return [sys.executable, script, "--nproc", str(nproc)]
     if rung in (4, 5, 7):
-        return [str(bin_dir / "torchrun"), "--standalone", f"--nproc_per_node={nproc}", *launcher_flags, script]
+        return [
+            str(bin_dir / "torchrun"),
+            "--standalone",
+            f"--nproc_per_node={nproc}",
+            *launcher_flags,
+            script,
+        ]
     if port is None:
         from common import cli
 
         port = cli.free_port()
     config = config or default_config()
-    return [str(bin_dir / "accelerate"), "launch", "--config_file", str(ROOT / "accelerate_configs" / f"{config}.yaml"),
-            "--num_processes", str(nproc), "--main_process_port", str(port), *launcher_flags, script]
+    return [
+        str(bin_dir / "accelerate"),
+        "launch",
+        "--config_file",
+        str(ROOT / "accelerate_configs" / f"{config}.yaml"),
+        "--num_processes",
+        str(nproc),
+        "--main_process_port",
+        str(port),
+        *launcher_flags,
+        script,
+    ]
 
 
 def environment(extra=None):

@@ -7,12 +7,22 @@ hang. The Makefile runs it in front of every distributed target; it is also a pl
 
 Exit code 0 and no output when the launch can go ahead; `error: ...` and exit code 2 when it cannot.
 """
+
 import argparse
 
 import ladder  # noqa: F401  (puts scripts/ on the path, for common)
 from common import UsageError, cli
 
-DISTRIBUTED_TYPES = ("NO", "MULTI_GPU", "MULTI_CPU", "FSDP", "DEEPSPEED", "XLA", "MULTI_XPU", "MULTI_NPU")  # messages
+DISTRIBUTED_TYPES = (
+    "NO",
+    "MULTI_GPU",
+    "MULTI_CPU",
+    "FSDP",
+    "DEEPSPEED",
+    "XLA",
+    "MULTI_XPU",
+    "MULTI_NPU",
+)  # messages
 
 
 def gpus():
@@ -24,8 +34,10 @@ def gpus():
 def check_gpus(needed, cpu_target, target=None):
     found = gpus()
     if found < needed:
-        raise UsageError(f"{target or 'this launch'} needs {needed} GPUs, this machine has {found}: "
-                         f"run {cpu_target or 'the CPU twin of this target'} instead")
+        raise UsageError(
+            f"{target or 'this launch'} needs {needed} GPUs, this machine has {found}: "
+            f"run {cpu_target or 'the CPU twin of this target'} instead"
+        )
 
 
 def load_config(path):
@@ -37,41 +49,61 @@ def load_config(path):
     try:
         return load_config_from_file(str(path))
     except FileNotFoundError:
-        raise UsageError(f"accelerate config {path!r} does not exist: pick one in accelerate_configs/ "
-                         f"(cpu_2proc.yaml runs anywhere)") from None
+        raise UsageError(
+            f"accelerate config {path!r} does not exist: pick one in accelerate_configs/ "
+            f"(cpu_2proc.yaml runs anywhere)"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise UsageError(f"accelerate config {path!r} is not valid YAML{where}: fix it, or start again from a "
-                         f"file in accelerate_configs/") from None
+        raise UsageError(
+            f"accelerate config {path!r} is not valid YAML{where}: fix it, or start again from a "
+            f"file in accelerate_configs/"
+        ) from None
     except AttributeError:  # a YAML list or scalar: accelerate calls .get on it
-        raise UsageError(f"accelerate config {path!r} is not a mapping of keys: start from accelerate_configs/") \
-            from None
+        raise UsageError(
+            f"accelerate config {path!r} is not a mapping of keys: start from accelerate_configs/"
+        ) from None
     except ValueError as e:  # an unknown distributed_type, mixed_precision, ... or a misspelt key
-        detail = str(e).split(", please try")[0].replace("is not a valid DistributedType",
-                                                          f"is not one of {', '.join(DISTRIBUTED_TYPES)}")
-        raise UsageError(f"accelerate config {path!r}: {detail}: fix it, or start again from a file in "
-                         f"accelerate_configs/") from None
+        detail = (
+            str(e)
+            .split(", please try")[0]
+            .replace(
+                "is not a valid DistributedType", f"is not one of {', '.join(DISTRIBUTED_TYPES)}"
+            )
+        )
+        raise UsageError(
+            f"accelerate config {path!r}: {detail}: fix it, or start again from a file in "
+            f"accelerate_configs/"
+        ) from None
 
 
 def check_config(path, cpu_target):
     config = load_config(path)
     kind = str(config.distributed_type).rsplit(".", 1)[-1]
     if kind == "MULTI_CPU":
-        raise UsageError(f"accelerate config {path!r} is MULTI_CPU, which runs ONE process without MPI: use "
-                         f"MULTI_GPU with use_cpu: true (accelerate_configs/cpu_2proc.yaml)")
+        raise UsageError(
+            f"accelerate config {path!r} is MULTI_CPU, which runs ONE process without MPI: use "
+            f"MULTI_GPU with use_cpu: true (accelerate_configs/cpu_2proc.yaml)"
+        )
     if kind == "FSDP" and not gpus():
-        raise UsageError(f"accelerate config {path!r} is FSDP, which accelerate on a CPU silently trains as plain "
-                         f"DDP: run make fsdp-cpu (scripts/7_fsdp.py, FSDP2 over gloo) instead")
+        raise UsageError(
+            f"accelerate config {path!r} is FSDP, which accelerate on a CPU silently trains as plain "
+            f"DDP: run make fsdp-cpu (scripts/7_fsdp.py, FSDP2 over gloo) instead"
+        )
     if config.num_machines > 1 and not str(getattr(config, "main_process_ip", "") or "").strip():
-        raise UsageError(f"accelerate config {path!r} spans {config.num_machines} machines and main_process_ip is "
-                         f"empty: set it to machine 0's address (the same in every machine's file)")
+        raise UsageError(
+            f"accelerate config {path!r} spans {config.num_machines} machines and main_process_ip is "
+            f"empty: set it to machine 0's address (the same in every machine's file)"
+        )
     processes = config.num_processes // max(1, config.num_machines)
     if kind != "NO" and not config.use_cpu:
         found = gpus()
         if found < processes:
-            raise UsageError(f"accelerate config {path!r} starts {processes} GPU processes on this machine and "
-                             f"it has {found} GPU(s): use {cpu_target or 'accelerate_configs/cpu_2proc.yaml'}")
+            raise UsageError(
+                f"accelerate config {path!r} starts {processes} GPU processes on this machine and "
+                f"it has {found} GPU(s): use {cpu_target or 'accelerate_configs/cpu_2proc.yaml'}"
+            )
 
 
 def check_port(port):
@@ -79,11 +111,15 @@ def check_port(port):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--gpus", type=int, default=0, help="GPUs this launch needs on this machine")
     p.add_argument("--config", help="an accelerate config file the launch will use")
     p.add_argument("--port", type=int, help="a rendezvous port the launch will listen on")
-    p.add_argument("--cpu-target", help="what to run instead on a machine without the GPUs (for the message)")
+    p.add_argument(
+        "--cpu-target", help="what to run instead on a machine without the GPUs (for the message)"
+    )
     p.add_argument("--target", help="what is being launched (for the message)")
     args = p.parse_args()
     try:

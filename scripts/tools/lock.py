@@ -5,6 +5,7 @@ starting "# The rest of" that pins everything else the virtualenv resolved to. T
 `pip freeze --all`: a package the runtime pins pull in goes to requirements.txt, the rest to tests/requirements.txt.
 `--check` exits 1 (naming the difference) when the files and the virtualenv disagree, as tests/test_repo.py does.
 """
+
 import argparse
 import re
 import subprocess
@@ -32,16 +33,24 @@ def read(path):
         pin = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s#]+)", line)
         if pin and in_rest:
             rest[canon(pin[1])] = pin[2]
-    direct = {canon(m[1]): m[2] for m in (re.match(r"^([A-Za-z0-9_.\-]+)==([^\s#]+)", x) for x in head) if m}
+    direct = {
+        canon(m[1]): m[2]
+        for m in (re.match(r"^([A-Za-z0-9_.\-]+)==([^\s#]+)", x) for x in head)
+        if m
+    }
     return head, direct, rest
 
 
 def installed():
-    out = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True
+    ).stdout
     pins = dict(line.split("==", 1) for line in out.split() if "==" in line)
-    return {canon(name): (name, version.split("+")[0]) for name, version in pins.items()
-            if canon(name) not in NOT_LOCKED}
+    return {
+        canon(name): (name, version.split("+")[0])
+        for name, version in pins.items()
+        if canon(name) not in NOT_LOCKED
+    }
 
 
 def closure(names):
@@ -68,7 +77,9 @@ def closure(names):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
     args = p.parse_args()
     have = installed()
@@ -76,21 +87,43 @@ def main():
     tests_head, tests_direct, tests_rest = read(FILES[1])
     if args.check:
         pinned = {**runtime_direct, **runtime_rest, **tests_direct, **tests_rest}
-        problems = [f"{n}=={v} pinned, {have[n][1] if n in have else 'not'} installed" for n, v in
-                    sorted(pinned.items()) if have.get(n, (None, None))[1] != v.split("+")[0]]
-        problems += [f"{have[n][0]}=={have[n][1]} installed, not pinned" for n in sorted(set(have) - set(pinned))]
+        problems = [
+            f"{n}=={v} pinned, {have[n][1] if n in have else 'not'} installed"
+            for n, v in sorted(pinned.items())
+            if have.get(n, (None, None))[1] != v.split("+")[0]
+        ]
+        problems += [
+            f"{have[n][0]}=={have[n][1]} installed, not pinned"
+            for n in sorted(set(have) - set(pinned))
+        ]
         for problem in problems:
             print(f"lock: {problem}")
         if problems:
-            print("error: requirements and the virtualenv disagree: run `make lock` (or `make install`)")
+            print(
+                "error: requirements and the virtualenv disagree: run `make lock` (or `make install`)"
+            )
         sys.exit(1 if problems else 0)
     runtime = closure(runtime_direct) - set(runtime_direct)
-    for path, head, direct, rest in ((FILES[0], runtime_head, runtime_direct, sorted(runtime & set(have))),
-                                     (FILES[1], tests_head, tests_direct,
-                                      sorted(set(have) - runtime - set(runtime_direct) - set(tests_direct)))):
+    for path, head, direct, rest in (
+        (FILES[0], runtime_head, runtime_direct, sorted(runtime & set(have))),
+        (
+            FILES[1],
+            tests_head,
+            tests_direct,
+            sorted(set(have) - runtime - set(runtime_direct) - set(tests_direct)),
+        ),
+    ):
         lines = [f"{have[n][0]}=={have[n][1]}" for n in rest]
-        what = ": exact pins, so that a fresh install is the same everywhere" if path == FILES[0] else ""
-        path.write_text("\n".join([*head, f"{REST} the resolved set{what} (`make lock` writes them).", *lines, ""]))
+        what = (
+            ": exact pins, so that a fresh install is the same everywhere"
+            if path == FILES[0]
+            else ""
+        )
+        path.write_text(
+            "\n".join(
+                [*head, f"{REST} the resolved set{what} (`make lock` writes them).", *lines, ""]
+            )
+        )
         print(f"{path.relative_to(ROOT)}: {len(direct)} direct, {len(lines)} resolved")
 
 

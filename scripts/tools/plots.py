@@ -1,5 +1,6 @@
 """The two charts of `make bench`, drawn with matplotlib (a tools-and-tests dependency; the rungs never import
 it): a line chart (loss curves) and a horizontal bar chart (throughput), 960 pixels wide."""
+
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display here, nor in CI
@@ -21,7 +22,9 @@ def line_chart(path, series, title, xlabel, ylabel, log_y=False):
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.grid(True, which="major", color="#e5e5e5")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameon=False)
-    fig.subplots_adjust(left=0.08, right=0.70, top=0.91, bottom=0.11)  # the legend sits in the right margin
+    fig.subplots_adjust(
+        left=0.08, right=0.70, top=0.91, bottom=0.11
+    )  # the legend sits in the right margin
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
@@ -31,7 +34,12 @@ def bar_chart(path, bars, title, xlabel):
     fig, ax = plt.subplots(figsize=(WIDTH, max(2.7, 1.1 + 0.34 * len(bars))), dpi=DPI)
     names, values = [n for n, _ in bars][::-1], [v for _, v in bars][::-1]
     drawn = ax.barh(names, values, color=[f"C{i}" for i in range(len(bars))][::-1])
-    ax.bar_label(drawn, labels=[f"{v:,.0f}" if v >= 100 else f"{v:.3g}" for v in values], padding=4, fontsize=9)
+    ax.bar_label(
+        drawn,
+        labels=[f"{v:,.0f}" if v >= 100 else f"{v:.3g}" for v in values],
+        padding=4,
+        fontsize=9,
+    )
     ax.set(title=title, xlabel=xlabel)
     ax.set_xlim(0, max(values or [1]) * 1.15)
     ax.spines[["top", "right"]].set_visible(False)

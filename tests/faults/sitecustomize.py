@@ -13,6 +13,7 @@ DDP_LADDER_FAULT="ACTION@STEP:RANK", fired once per DDP_LADDER_FAULT_MARKER file
     stall        stop joining collectives (a hung rank): sleep far past any timeout. SIGTERM ends it at once, as
                  SIGKILL would end a rank stuck in C code, so the launcher's clean-up does not wait 30 s
 """
+
 import os
 
 
@@ -57,10 +58,14 @@ if os.environ.get("DDP_LADDER_FAULT"):
         if _count != int(_step) or _rank_now() != int(_rank or 0):
             return
         try:  # once per test: a restarted worker counts from 0 again and must not fire a second time
-            fd = os.open(os.environ["DDP_LADDER_FAULT_MARKER"], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            fd = os.open(
+                os.environ["DDP_LADDER_FAULT_MARKER"], os.O_CREAT | os.O_EXCL | os.O_WRONLY
+            )
         except FileExistsError:
             return
-        os.write(fd, repr(time.time()).encode())  # when the fault struck, for the tests' time bounds
+        os.write(
+            fd, repr(time.time()).encode()
+        )  # when the fault struck, for the tests' time bounds
         os.close(fd)
         print(f"fault: {_action} at step {_count} on rank {_rank_now()}", flush=True)
         if _action == "kill":
@@ -70,8 +75,10 @@ if os.environ.get("DDP_LADDER_FAULT"):
             for pid in job_tree(launcher):
                 os.kill(pid, signal.SIGTERM if _action.startswith("term") else signal.SIGINT)
         elif _action in ("term-parent", "int-parent"):
-            os.kill(os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid(),
-                    signal.SIGTERM if _action.startswith("term") else signal.SIGINT)
+            os.kill(
+                os.getppid() if os.environ.get("DDP_LADDER_FAULT_PARENT") else os.getpid(),
+                signal.SIGTERM if _action.startswith("term") else signal.SIGINT,
+            )
         elif _action == "raise":
             raise RuntimeError(f"injected fault at step {_count}")
         elif _action == "stall":

@@ -7,6 +7,7 @@ lightning-fabric is a test/bench requirement (tests/requirements.txt), never one
 data, seed and batches as the rungs; like the minimal loop it has no eval, checkpoints or stop flag, so it shows
 what Fabric's own wrapping costs. It writes model.safetensors and a metrics.json with samples/s per epoch.
 """
+
 import os
 import sys
 import time
@@ -22,16 +23,28 @@ from common import checkpoint, cli, data, metrics, models  # noqa: E402
 
 def main():
     args = cli.parse(__doc__)
-    fabric = Fabric(accelerator="cuda" if torch.cuda.is_available() else "cpu", strategy="ddp",
-                    devices=int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
-                    precision="32-true")  # processes and ranks from torchrun's environment
+    fabric = Fabric(
+        accelerator="cuda" if torch.cuda.is_available() else "cpu",
+        strategy="ddp",
+        devices=int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
+        precision="32-true",
+    )  # processes and ranks from torchrun's environment
     fabric.launch()
     torch.manual_seed(args.seed)
     train_ds, _, info = data.build(args)
-    sampler = torch.utils.data.DistributedSampler(train_ds, num_replicas=fabric.world_size, rank=fabric.global_rank,
-                                                  seed=args.seed, drop_last=True)
-    loader = data.loader(train_ds, args.batch_size, sampler=sampler, drop_last=True, device=fabric.device)
-    loader = fabric.setup_dataloaders(loader, use_distributed_sampler=False)  # the rungs' sampler: the same batches
+    sampler = torch.utils.data.DistributedSampler(
+        train_ds,
+        num_replicas=fabric.world_size,
+        rank=fabric.global_rank,
+        seed=args.seed,
+        drop_last=True,
+    )
+    loader = data.loader(
+        train_ds, args.batch_size, sampler=sampler, drop_last=True, device=fabric.device
+    )
+    loader = fabric.setup_dataloaders(
+        loader, use_distributed_sampler=False
+    )  # the rungs' sampler: the same batches
     model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     model, optimizer = fabric.setup(model, optimizer)
@@ -46,13 +59,20 @@ def main():
             optimizer.step()
         loss.item()  # the device has finished the epoch
         seconds = time.perf_counter() - start
-        history.append({"samples_per_second": len(loader) * args.batch_size * fabric.world_size / seconds})
+        history.append(
+            {"samples_per_second": len(loader) * args.batch_size * fabric.world_size / seconds}
+        )
     if fabric.global_rank == 0:
         Path(args.output_dir).mkdir(parents=True, exist_ok=True)
         checkpoint.save_model(Path(args.output_dir) / "model.safetensors", model.module)
-        metrics.write_json(Path(args.output_dir) / "metrics.json", {"history": history,
-                                                                     "world_size": fabric.world_size,
-                                                                     "steps": len(loader) * args.epochs})
+        metrics.write_json(
+            Path(args.output_dir) / "metrics.json",
+            {
+                "history": history,
+                "world_size": fabric.world_size,
+                "steps": len(loader) * args.epochs,
+            },
+        )
     fabric.barrier()
 
 

@@ -7,6 +7,7 @@ no loss all-reduce, no progress bar. What rung 4 costs on top of this is the pri
 Same model, data, seed and batches as the rungs (common/: the ladder's data loader, so the peers compare training
 loops, not input pipelines); it writes model.safetensors and a metrics.json with samples/s per epoch.
 """
+
 import os
 import sys
 import time
@@ -24,13 +25,16 @@ def main():
     args = cli.parse(__doc__)
     dist.init_process_group()  # nccl for CUDA, gloo for CPU tensors
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    device = torch.device(f"cuda:{os.environ['LOCAL_RANK']}" if torch.cuda.is_available() else "cpu")
+    device = torch.device(
+        f"cuda:{os.environ['LOCAL_RANK']}" if torch.cuda.is_available() else "cpu"
+    )
     torch.manual_seed(args.seed)
     train_ds, _, info = data.build(args)
     sampler = torch.utils.data.DistributedSampler(train_ds, seed=args.seed, drop_last=True)
     loader = data.loader(train_ds, args.batch_size, sampler=sampler, drop_last=True, device=device)
     model = torch.nn.parallel.DistributedDataParallel(
-        models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device))
+        models.build(info, args.model, args.n_layer, args.n_head, args.n_embd).to(device)
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     history = []
     for epoch in range(args.epochs):
@@ -47,8 +51,10 @@ def main():
     if rank == 0:
         Path(args.output_dir).mkdir(parents=True, exist_ok=True)
         checkpoint.save_model(Path(args.output_dir) / "model.safetensors", model.module)
-        metrics.write_json(Path(args.output_dir) / "metrics.json", {"history": history, "world_size": world_size,
-                                                                     "steps": len(loader) * args.epochs})
+        metrics.write_json(
+            Path(args.output_dir) / "metrics.json",
+            {"history": history, "world_size": world_size, "steps": len(loader) * args.epochs},
+        )
     dist.destroy_process_group()
 
 

@@ -3,6 +3,7 @@
 `evaluate.load("accuracy")` asks the Hugging Face Hub for this file; shipping it means no run ever needs the
 network. Same inputs, outputs and result as the hub's `accuracy`.
 """
+
 import datasets
 import evaluate
 import numpy as np
@@ -30,13 +31,18 @@ class Accuracy(evaluate.Metric):
             description=_DESCRIPTION,
             citation="",
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("int64"),
-                                        "references": datasets.Value("int64")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}
+            ),
         )
 
     def _compute(self, predictions, references, normalize=True, sample_weight=None):
         correct = np.asarray(predictions) == np.asarray(references)
-        weights = np.ones(len(correct)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        weights = (
+            np.ones(len(correct))
+            if sample_weight is None
+            else np.asarray(sample_weight, dtype=np.float64)
+        )
         total = float((correct * weights).sum())
         if normalize:
             return {"accuracy": total / float(weights.sum()) if len(correct) else 0.0}

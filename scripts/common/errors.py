@@ -1,0 +1,132 @@
+"""Bad input and the usual distributed failures as one line on stderr and exit code 2, never a traceback.
+
+`run(main, doc, uses)` is every rung's entry point: it parses the flags (common/flags.py), prepares the process
+(common/process.py), calls `main(args)`, and turns what went wrong into one `error: ...` line that names the fix.
+"""
+
+import os
+import re
+import sys
+from pathlib import Path
+
+TORCHRUN_ENV = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+
+
+class UsageError(Exception):
+    """Bad input. Printed as one line on stderr (naming the fix) and the process exits with code 2."""
+
+
+def run(main, description=None, uses=()):
+    """Parse the flags (`uses`: the rung-specific flags this script honours), prepare the process and run
+    `main(args)`. Bad input, here or in a process that `main` spawned, becomes one line on stderr and exit code 2;
+    so do the usual distributed failures, with their likely cause. A run stopped by SIGTERM or SIGINT exits with
+    143 or 130, after its checkpoint."""
+    from common import flags, preemption, process
+
+    script = Path(sys.argv[0]).stem
+    try:
+        args = flags.parse(description, uses=uses)
+        process.prepare(args)
+    except UsageError as e:
+        if (
+            os.environ.get("RANK", "0") == "0"
+        ):  # every rank parses the same flags: one of them says so
+            fail(e)
+        sys.exit(2)
+    try:
+        main(args)
+    except UsageError as e:
+        fail(e)
+    except KeyError as e:
+        if e.args and e.args[0] in TORCHRUN_ENV:  # os.environ["LOCAL_RANK"] outside torchrun
+            fail(
+                f"{e.args[0]} is not set: launch this script with torchrun, e.g. torchrun --standalone "
+                f"--nproc_per_node=2 scripts/{script}.py"
+            )
+        raise
+    except Exception as e:
+        name = type(e).__name__
+        if (
+            name == "ProcessExitedException" and e.exit_code in preemption.EXIT_CODES
+        ):  # mp.spawn'd workers
+            sys.exit(e.exit_code)
+        text, rank = str(e).strip(), None
+        if (
+            name == "ProcessRaisedException"
+        ):  # torch.multiprocessing.spawn: a child's traceback as text
+            rank = e.error_index
+            name, _, text = text.splitlines()[-1].partition(": ")
+            if name.rsplit(".", 1)[-1] in ("UsageError", "CheckpointError"):
+                fail(text, rank)
+        problem = distributed_problem(text, args.dist_timeout.total_seconds())
+        if problem:
+            fail(problem, rank)
+        raise
+
+
+def distributed_problem(text, timeout):
+    """The likely cause, in one line, of an error a collective raised (gloo's or NCCL's words); None for any
+    other error."""
+    env = os.environ
+    if re.search(r"timed out waiting|collective operation timeout", text, re.IGNORECASE):
+        return (
+            f"a collective waited more than --dist-timeout {timeout:g} s: another rank stopped joining "
+            f"collectives (it hangs, or skipped one that the others entered); if it is only slow (a large "
+            f"checkpoint, a long eval), raise --dist-timeout"
+        )
+    joined = re.search(r"waiting for clients\. (\d+)/(\d+) clients joined", text)
+    if joined:  # env:// rendezvous, rank 0's side: the other ranks never came
+        return (
+            f"only {joined[1]} of {joined[2]} processes joined within --dist-timeout {timeout:g} s: start all "
+            f"{joined[2]} (RANK 0 to {int(joined[2]) - 1}, the same MASTER_ADDR:MASTER_PORT), or launch with "
+            f"torchrun, which starts them; WORLD_SIZE is the number of processes, not of machines"
+        )
+    if re.search(r"EADDRINUSE|address already in use", text):
+        port = re.search(r"port: (\d+)", text)
+        return (
+            f"port {port[1] if port else env.get('MASTER_PORT', '?')} is in use on this machine (another run, "
+            f"or one still exiting): set MASTER_PORT to a free port, or launch with torchrun --standalone, "
+            f"which picks one"
+        )
+    if re.search(r"(client socket|connect to).*(timed out|refused)|failed to connect", text, re.I):
+        return (
+            f"could not reach rank 0 at {env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')} within "
+            f"--dist-timeout {timeout:g} s: start rank 0 (it listens there), check the address and that the "
+            f"port is open between the machines"
+        )
+    if re.search(r"connection (closed|reset) by peer|broken pipe", text, re.IGNORECASE):
+        return (
+            "another rank exited, so a collective lost its peer: the cause is that rank's error above, or the "
+            "launcher's report of how it died (exitcode -9: killed, e.g. out of memory)"
+        )
+    return None
+
+
+def fail(message, rank=None):
+    """Print `error: message` (naming the rank when there are several) and exit with code 2."""
+    if rank is None and int(os.environ.get("WORLD_SIZE", 1)) > 1:
+        rank = os.environ.get("RANK")
+    where = f" (rank {rank})" if rank is not None else ""
+    print(f"error{where}: {message}", file=sys.stderr, flush=True)
+    error_file = os.environ.get(
+        "TORCHELASTIC_ERROR_FILE"
+    )  # under torchrun: what its failure summary shows
+    if (
+        error_file
+    ):  # this one line, instead of the traceback that @record wrote there for a real crash
+        import json
+        import time
+
+        try:
+            line = {"message": f"error{where}: {message}", "timestamp": int(time.time())}
+            Path(error_file).write_text(json.dumps(line))
+        except OSError:
+            pass
+    sys.exit(2)

@@ -1,0 +1,103 @@
+"""What every rung needs from its process before it trains, none of it the lesson of any step: bad launch
+environments refused, CPU cores shared between the processes of one machine, warnings about launcher and
+hardware traps, SIGTERM/Ctrl-C passed on to spawned workers, and the output dir locked. Rank 0 alone prints."""
+
+import multiprocessing
+import os
+import signal
+import socket
+
+from common.errors import UsageError
+
+
+def prepare(args):
+    import torch
+
+    env, first = os.environ, os.environ.get("RANK", "0") == "0"
+    if "WORLD_SIZE" in env and "RANK" not in env:
+        raise UsageError(
+            "WORLD_SIZE is set but RANK is not (a half-copied launch environment): launch with "
+            "torchrun or accelerate launch, or unset WORLD_SIZE"
+        )
+    if "ACCELERATE_MIXED_PRECISION" in env and "MASTER_PORT" in env and "WORLD_SIZE" not in env:
+        raise UsageError(
+            "the launch asked for several processes but started one (accelerate runs a MULTI_CPU "
+            "config as ONE process): use a MULTI_GPU config, with use_cpu: true on a CPU"
+        )
+    if env.get("ACCELERATE_USE_FSDP", "").lower() == "true":
+        raise UsageError(
+            "an accelerate FSDP config: this project's FSDP is rung 7 (under FSDP every process must "
+            "take part in gathering the weights, and accelerate on a CPU would even train plain "
+            "DDP): run scripts/7_fsdp.py under torchrun (make fsdp-2gpu, or make fsdp-cpu here)"
+        )
+    if not torch.cuda.is_available():
+        # accelerate: without this, a CPU launch of N processes trains N unconnected copies
+        # (measured); with it, Accelerator() joins them over gloo. A GPU keeps the launch's choice.
+        env["ACCELERATE_USE_CPU"] = "true"
+        # N processes on one machine share its cores: 1 thread each on 2 cores
+        procs = int(env.get("LOCAL_WORLD_SIZE") or 0) or args.nproc or 1
+        threads = int(env.get("OMP_NUM_THREADS") or 0) or max(1, (os.cpu_count() or 1) // procs)
+        env["OMP_NUM_THREADS"] = str(threads)  # inherited by the processes mp.spawn starts (rung 3)
+        torch.set_num_threads(threads)
+    if first and args.mixed_precision == "fp16" and not torch.cuda.is_available():
+        print("warning: fp16 on a CPU is many times slower than fp32: use bf16 on a CPU")
+    if (
+        first
+        and env.get("TORCHELASTIC_MAX_RESTARTS", "0") != "0"
+        and env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    ):  # pytorch issue 135712
+        fix = (
+            "launch with PET_STANDALONE=1 TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"
+            if "ACCELERATE_MIXED_PRECISION" in env
+            else "set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in the launcher's environment"
+        )
+        print(
+            f"warning: restarts may fail or hang (over gloo: 5 times in 8 here) while workers share "
+            f"torchrun's rendezvous store: {fix}"
+        )
+    if (
+        first
+        and int(env.get("WORLD_SIZE", 1)) > 1
+        and "TORCHELASTIC_RUN_ID" not in env
+        and "MASTER_PORT" in env
+    ):
+        print(
+            f"waiting up to --dist-timeout {args.dist_timeout.total_seconds():g} s for {env['WORLD_SIZE']} "
+            f"processes at {env.get('MASTER_ADDR', '?')}:{env['MASTER_PORT']} (a manual env:// launch: start "
+            f"every RANK)",
+            flush=True,
+        )
+    for signum in (
+        signal.SIGTERM,
+        signal.SIGINT,
+    ):  # until the rung installs its own handler (preemption.py)
+        signal.signal(signum, _forward_to_children)
+    if first:  # one process per job: the launcher's parent (rung 3) or rank 0
+        from common import checkpoint, lock
+
+        lock.lock_output_dir(args.output_dir)
+        if args.resume == "none":  # a fresh run: old checkpoints cannot be mistaken for this run's
+            checkpoint.remove_all(args.output_dir)
+
+
+def free_port(port=0, fix="pick another port"):
+    """`port` if nothing listens on it yet (0: any free port); UsageError naming `fix` when it is taken."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except (OSError, OverflowError):
+            raise UsageError(
+                f"port {port} is in use or invalid (another training, or one left over): {fix}"
+            ) from None
+        return s.getsockname()[1]
+
+
+def _forward_to_children(signum, frame):
+    """A launcher's parent (rung 3's mp.spawn) passes SIGTERM/SIGINT on to its workers, which checkpoint and
+    exit; Kubernetes signals PID 1 alone. A process without workers takes the signal's default."""
+    children = multiprocessing.active_children()
+    for child in children:
+        os.kill(child.pid, signum)
+    if not children:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
