@@ -12,11 +12,14 @@ sys.path[:0] = [
     str(SCRIPTS / "tools"),
 ]  # common/, and the tools (ladder, make_guides, ...)
 
-from ladder import OFFLINE, command, max_abs_diff  # noqa: E402,F401  (the launch commands: one copy, shared)
+from ladder import (  # noqa: E402,F401  (the launch commands: one copy, shared)
+    OFFLINE,
+    command,
+    max_abs_diff,
+)
 
-os.environ.update(
-    OFFLINE
-)  # offline, always: a test that needs the network fails instead of downloading
+# offline, always: a test that needs the network fails instead of downloading
+os.environ.update(OFFLINE)
 
 
 @pytest.fixture(scope="session")
@@ -42,17 +45,16 @@ def run_script(script, *args, env=None, timeout=300, check=True, launcher=None):
 def run_rung(rung, nproc, *args, launcher_flags=(), **kw):
     """Run rung `rung` on `nproc` processes with the command its docstring gives (tools/ladder.py)."""
     cmd = command(rung, nproc, launcher_flags)
-    at = next(
-        i for i, part in enumerate(cmd) if part.endswith(".py")
-    )  # the script; rung 3's --nproc follows it
+    # the script; rung 3's --nproc follows it
+    at = next(i for i, part in enumerate(cmd) if part.endswith(".py"))
     return run_script(Path(cmd[at]).name, *cmd[at + 1 :], *args, launcher=cmd[:at], **kw)
 
 
 def args_for(data_dir, **overrides):
-    """A namespace as cli.parse would give it, for calling scripts/common directly."""
-    from common import cli
+    """A namespace as flags.parse would give it, for calling scripts/common directly."""
+    from common import flags
 
-    args = cli.parse(argv=["--data-dir", str(data_dir)])
+    args = flags.parse(argv=["--data-dir", str(data_dir)])
     for key, value in overrides.items():
         setattr(args, key, value)
     return args
@@ -63,9 +65,9 @@ TORCHRUN = command(4, nproc=2)[:-1]  # the launcher part of a rung's command
 
 
 def free_port():
-    from common import cli
+    from common import process
 
-    return cli.free_port()
+    return process.free_port()
 
 
 def accelerate(*extra, config="cpu_2proc", nproc=2):
@@ -83,3 +85,15 @@ def reference(tmp_path_factory, data_dir):
     run(1, root / "1", data_dir, *TASK)
     run(4, root / "4", data_dir, *TASK)
     return {1: weights(root / "1"), 4: weights(root / "4"), "metrics": metrics_of(root / "1")}
+
+
+def save_checkpoint(
+    output_dir, model, opt, step, epoch, samples_in_epoch, keep=3, scaler=None, scheduler=None
+):
+    """checkpoint.save as a rung calls it, with the two flags it reads (--output-dir, --keep)."""
+    import argparse
+
+    from common import checkpoint
+
+    args = argparse.Namespace(output_dir=str(output_dir), keep=keep)
+    return checkpoint.save(args, model, opt, scheduler, step, epoch, samples_in_epoch, scaler)

@@ -6,11 +6,10 @@ import os
 import subprocess
 import sys
 
+import bench  # noqa: E402
 from PIL import Image
 
 from conftest import OFFLINE, ROOT
-
-import bench  # noqa: E402
 
 
 def positive(value):
@@ -80,9 +79,8 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
     )
     assert c["gradient_numel"] == 29_162 and len(c["loss_curves"]["two_processes"]) == 2
     m = s["mixed_precision"]["digits"]
-    assert (
-        positive(m["bf16_speedup_vs_fp32"]) and "fp16_speedup_vs_bf16" not in m
-    )  # quick on a CPU: no fp16
+    # quick on a CPU: no fp16
+    assert positive(m["bf16_speedup_vs_fp32"]) and "fp16_speedup_vs_bf16" not in m
     assert (
         set(m["samples_per_second"]) == {"no", "bf16"}
         and m["max_abs_weight_diff_vs_fp32"]["no"] == 0

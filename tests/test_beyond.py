@@ -27,9 +27,8 @@ OPS = (
 )
 
 
-@pytest.mark.parametrize(
-    "world_size", [4]
-)  # 2 and 3 ran the same checks (the subgroups need 3 or more)
+# 2 and 3 ran the same checks (the subgroups need 3 or more)
+@pytest.mark.parametrize("world_size", [4])
 def test_collectives_lab_every_op(world_size):
     proc = run_script("labs/collectives.py", launcher=[*TORCHRUN, f"--nproc_per_node={world_size}"])
     out = proc.stdout
@@ -47,9 +46,8 @@ def test_collectives_lab_every_op(world_size):
     # rank 2 is rank 1 inside the group of even ranks
     if world_size >= 3:
         assert re.search(r"\n +2 +1 +3 +\d+\n", out)
-    assert (
-        len(re.findall(r"^ +\d+ +\d+ +\d+ +0 +cpu$", out, re.M)) == world_size
-    )  # the identity table
+    # the identity table
+    assert len(re.findall(r"^ +\d+ +\d+ +\d+ +0 +cpu$", out, re.M)) == world_size
 
 
 def launch(script, out, data_dir, *flags, launcher=None):
@@ -103,16 +101,16 @@ def test_gpt_model_is_causal_and_sized_by_flags():
     assert len(model.blocks) == 3 and model.tok.weight.shape == (256, 32)
     x = torch.randint(0, 256, (2, 16))
     logits = model(x)
+    # (batch, vocab, time): what F.cross_entropy takes for sequences
     assert logits.shape == (
         2,
         256,
         16,
-    )  # (batch, vocab, time): what F.cross_entropy takes for sequences
+    )
     changed = x.clone()
     changed[:, 10:] = (changed[:, 10:] + 1) % 256  # the future changes ...
-    assert torch.allclose(
-        model(changed)[:, :, :10], logits[:, :, :10], atol=1e-6
-    )  # ... the past does not see it
+    # ... the past does not see it
+    assert torch.allclose(model(changed)[:, :, :10], logits[:, :, :10], atol=1e-6)
     with pytest.raises(Exception, match="does not fit"):
         models.build(Info("cancer", "tabular", (30,), 2), "gpt")
 

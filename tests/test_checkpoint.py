@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from safetensors import SafetensorError
 import torch
+from safetensors import SafetensorError
 
 from common import checkpoint, models
 from common.checkpoint import CheckpointError
 from common.data import Info
+from conftest import save_checkpoint
 
 DIGITS = Info("digits", "image", (1, 8, 8), 10)
 
@@ -40,7 +41,7 @@ def assert_same_state(a, b):
 @pytest.mark.parametrize("optimizer_cls", [torch.optim.SGD, torch.optim.AdamW])
 def test_round_trip_is_bitwise(tmp_path, optimizer_cls):
     model, opt = trained(optimizer_cls=optimizer_cls)
-    path = checkpoint.save(tmp_path, model, opt, step=3, epoch=0, samples_in_epoch=96)
+    path = save_checkpoint(tmp_path, model, opt, step=3, epoch=0, samples_in_epoch=96)
     fresh, fresh_opt = trained(seed=1, optimizer_cls=optimizer_cls, steps=1)
     state = checkpoint.load(path, fresh, fresh_opt)
     assert (state["step"], state["epoch"], state["samples_in_epoch"]) == (3, 0, 96)
@@ -62,29 +63,28 @@ def test_wrappers_are_unwrapped(tmp_path):
         torch.compile(model),
         torch.nn.DataParallel(torch.compile(model)),
     ):
-        assert set(checkpoint.model_tensors(wrapped)) == bare
-    path = checkpoint.save(tmp_path, torch.nn.DataParallel(model), opt, 3, 0, 3)
+        assert set(checkpoint.gather(wrapped)[0]) == bare
+    path = save_checkpoint(tmp_path, torch.nn.DataParallel(model), opt, 3, 0, 3)
     other, other_opt = trained(seed=5)
-    checkpoint.load(
-        path, torch.nn.DataParallel(other), other_opt
-    )  # a DP checkpoint into a DP model
+    # a DP checkpoint into a DP model
+    checkpoint.load(path, torch.nn.DataParallel(other), other_opt)
     assert_same_state(model, other)
 
 
 def test_keep_last_k_and_resume_auto_picks_newest(tmp_path):
     model, opt = trained()
     for step in (1, 2, 3, 4, 5):
-        checkpoint.save(tmp_path, model, opt, step, 0, step, keep=2)
+        save_checkpoint(tmp_path, model, opt, step, 0, step, keep=2)
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == [
         "step-00000004",
         "step-00000005",
     ]
-    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None) == (0, 5, 5)
+    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None) == (0, 5, 5)
 
 
 def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
     model, opt = trained()
-    checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    save_checkpoint(tmp_path, model, opt, 1, 0, 1)
     real_rename = os.rename
 
     def crash(src, dst):  # the process dies after writing the files, before the commit point
@@ -92,17 +92,17 @@ def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, 
 
     monkeypatch.setattr(os, "rename", crash)
     with pytest.raises(KeyboardInterrupt):
-        checkpoint.save(tmp_path, model, opt, 2, 0, 2)
+        save_checkpoint(tmp_path, model, opt, 2, 0, 2)
     monkeypatch.setattr(os, "rename", real_rename)
-    assert any(
-        p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir()
-    )  # the debris is there
+    # the debris is there
+    assert any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000001"]
-    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
-    checkpoint.save(tmp_path, model, opt, 2, 0, 2)  # the next save clears the debris
+    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+    save_checkpoint(tmp_path, model, opt, 2, 0, 2)  # the next save clears the debris
     assert not any(p.name.startswith(".tmp-") for p in (tmp_path / "checkpoints").iterdir())
 
 
+# what safetensors raises on a real full disk
 @pytest.mark.parametrize(
     "error",
     [
@@ -110,10 +110,10 @@ def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, 
         SafetensorError("Error while serializing: I/O error: No space left on device"),
     ],
     ids=["oserror", "safetensors-own-error"],
-)  # what safetensors raises on a real full disk
+)
 def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch, error):
     model, opt = trained()
-    checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    save_checkpoint(tmp_path, model, opt, 1, 0, 1)
     real_save_file = checkpoint.save_file
 
     def disk_full(tensors, filename, metadata=None):  # half a file lands, then the disk is full
@@ -124,7 +124,7 @@ def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypat
 
     monkeypatch.setattr(checkpoint, "save_file", disk_full)
     with pytest.raises(CheckpointError) as e:
-        checkpoint.save(tmp_path, model, opt, 2, 0, 2)
+        save_checkpoint(tmp_path, model, opt, 2, 0, 2)
     monkeypatch.undo()
     message = str(e.value)
     assert (
@@ -133,7 +133,7 @@ def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypat
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
         "step-00000001"
     ]  # no debris
-    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
 
 
 def test_process_killed_between_writing_and_renaming(tmp_path):
@@ -143,10 +143,11 @@ import os, signal, sys, torch
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_checkpoint import trained
 from common import checkpoint
+from conftest import save_checkpoint
 model, opt = trained()
-checkpoint.save({str(tmp_path)!r}, model, opt, 1, 0, 1)
-checkpoint.os.rename = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
-checkpoint.save({str(tmp_path)!r}, model, opt, 2, 0, 2)
+save_checkpoint({str(tmp_path)!r}, model, opt, 1, 0, 1)
+checkpoint.atomic.os.rename = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+save_checkpoint({str(tmp_path)!r}, model, opt, 2, 0, 2)
 """
     proc = subprocess.run(
         [sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "scripts"
@@ -155,7 +156,7 @@ checkpoint.save({str(tmp_path)!r}, model, opt, 2, 0, 2)
     debris = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp-")]
     assert debris and (debris[0] / "state.json").exists()  # fully written, never committed
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step-00000001"]
-    assert checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
 
 
 def test_final_model_write_error_is_one_line(tmp_path, monkeypatch):
@@ -171,8 +172,8 @@ def test_final_model_write_error_is_one_line(tmp_path, monkeypatch):
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "drop_state"])
 def test_damaged_checkpoint_gives_one_line_error_and_auto_falls_back(tmp_path, damage):
     model, opt = trained()
-    checkpoint.save(tmp_path, model, opt, 1, 0, 1)
-    newest = checkpoint.save(tmp_path, model, opt, 2, 0, 2)
+    save_checkpoint(tmp_path, model, opt, 1, 0, 1)
+    newest = save_checkpoint(tmp_path, model, opt, 2, 0, 2)
     file = newest / "model.safetensors"
     raw = file.read_bytes()
     if damage == "truncate":
@@ -188,17 +189,16 @@ def test_damaged_checkpoint_gives_one_line_error_and_auto_falls_back(tmp_path, d
     with pytest.raises(CheckpointError) as err:
         checkpoint.load(newest, other, other_opt)
     assert "\n" not in str(err.value) and str(newest) in str(err.value)
-    assert all(
-        torch.equal(before[k], v) for k, v in other.state_dict().items()
-    )  # untouched on failure
+    # untouched on failure
+    assert all(torch.equal(before[k], v) for k, v in other.state_dict().items())
     logs = []
-    assert checkpoint.resume("auto", tmp_path, other, other_opt, log=logs.append)[1] == 1
+    assert checkpoint.restore("auto", tmp_path, other, other_opt, log=logs.append)[1] == 1
     assert any("skipping" in line for line in logs)
 
 
 def test_checkpoint_of_another_model_is_refused(tmp_path):
     model, opt = trained()
-    path = checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    path = save_checkpoint(tmp_path, model, opt, 1, 0, 1)
     mlp = models.build(Info("cancer", "tabular", (30,), 2))
     with pytest.raises(CheckpointError, match="another model"):
         checkpoint.load(path, mlp, torch.optim.SGD(mlp.parameters(), lr=0.1))
@@ -215,21 +215,19 @@ def test_pickle_payload_is_never_executed(tmp_path):
             return (os.system, (f"touch {marker}",))
 
     model, opt = trained()
-    path = checkpoint.save(tmp_path, model, opt, 1, 0, 1)
+    path = save_checkpoint(tmp_path, model, opt, 1, 0, 1)
     evil = pickle.dumps({"weights": Payload()})
     (path / "model.safetensors").write_bytes(evil)
     state = json.loads((path / "state.json").read_text())
-    state["sha256"]["model.safetensors"] = checkpoint._sha256(
-        path / "model.safetensors"
-    )  # even with a valid hash
+    # even with a valid hash
+    state["sha256"]["model.safetensors"] = checkpoint._sha256(path / "model.safetensors")
     (path / "state.json").write_text(json.dumps(state))
     with pytest.raises(CheckpointError):
         checkpoint.load(path, model, opt)
     with pytest.raises(CheckpointError):
         checkpoint.load_model(path / "model.safetensors", model)
-    torch.save(
-        {"model": Payload()}, tmp_path / "model.pt"
-    )  # what a torch.save checkpoint with a payload is
+    # what a torch.save checkpoint with a payload is
+    torch.save({"model": Payload()}, tmp_path / "model.pt")
     with pytest.raises(CheckpointError, match="is a file.*never loaded"):
         checkpoint.load(tmp_path / "model.pt", model, opt)
     with pytest.raises(CheckpointError, match="not a readable safetensors"):
@@ -241,7 +239,7 @@ def test_loads_onto_the_named_device_and_final_model_round_trip(tmp_path):
     model, opt = trained()
     checkpoint.save_model(tmp_path / "model.safetensors", torch.nn.DataParallel(model))
     other, _ = trained(seed=2)
-    checkpoint.load_model(tmp_path / "model.safetensors", other, device="cpu")
+    checkpoint.load_model(tmp_path / "model.safetensors", other)
     assert_same_state(model, other)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
 
@@ -273,13 +271,12 @@ def test_tied_weights_can_be_saved(tmp_path):
 )
 def test_a_malformed_state_json_is_one_line_and_auto_skips_it(tmp_path, edit):
     model, opt = trained()
-    checkpoint.save(tmp_path, model, opt, 1, 0, 0)
-    bad = checkpoint.save(tmp_path, model, opt, 2, 0, 0)
+    save_checkpoint(tmp_path, model, opt, 1, 0, 0)
+    bad = save_checkpoint(tmp_path, model, opt, 2, 0, 0)
     state = json.loads((bad / "state.json").read_text())
     (bad / "state.json").write_text(json.dumps(edit(state)))
     with pytest.raises(CheckpointError, match="has no valid state.json") as e:
         checkpoint.load(bad, model, opt)
     assert "\n" not in str(e.value)
-    assert (
-        checkpoint.resume("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
-    )  # the older one
+    # the older one
+    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1

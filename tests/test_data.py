@@ -27,7 +27,7 @@ def test_digits_images_and_labels(data_dir):
 def test_cache_is_built_once(data_dir, monkeypatch):
     data.build(args_for(data_dir, task="cancer"))
     calls = []
-    monkeypatch.setattr(data, "_prepare", lambda *a: calls.append(a))
+    monkeypatch.setattr(data.tasks, "prepare", lambda *a: calls.append(a))
     train, _, _ = data.build(args_for(data_dir, task="cancer"))
     assert calls == [] and len(train) == 455
 
@@ -82,7 +82,8 @@ def test_seed_tutorial_batch_count():
 
 def test_global_batches_are_the_same_at_every_world_size(data_dir):
     """Rung 1 at batch 2B, W=2 DistributedSampler processes at batch B (rungs 3-5), and W=2 processes of
-    accelerate's prepare() at batch B (rung 6) see the same set of samples at every step."""
+    accelerate's prepare(split_batches=True) over a loader of 2B (rung 6) see the same samples at every
+    step."""
     from accelerate.data_loader import BatchSamplerShard
 
     train, _, _ = data.build(args_for(data_dir, task="cancer"))
@@ -96,14 +97,15 @@ def test_global_batches_are_the_same_at_every_world_size(data_dir):
         )
         for r in range(2)
     ]
-    halves = [data.loader(train, 8, shuffle=True, seed=3, drop_last=True) for _ in range(2)]
+    halves = [data.loader(train, 16, shuffle=True, seed=3, drop_last=True) for _ in range(2)]
     accelerate_style = [None, None]
     for dl in (one, *shards):
         assert data.start_at(dl, 2, 0) == (2, 0)
     for r, h in enumerate(halves):
         data.start_at(h, 2, 0)
         accelerate_style[r] = [
-            h.dataset.__getitems__(b) for b in BatchSamplerShard(h.batch_sampler, 2, r)
+            h.dataset.__getitems__(b)
+            for b in BatchSamplerShard(h.batch_sampler, 2, r, split_batches=True)
         ]
     steps = list(zip(one, *shards, *accelerate_style))
     assert len(steps) == 28 == len(accelerate_style[0])
@@ -146,7 +148,7 @@ def test_start_at_resumes_mid_epoch_at_any_batch_size_or_refuses():
     with pytest.raises(
         UsageError,
         match="12 samples into epoch 1, which is not a whole number of this run's "
-        "global batch of 8",
+        "optimizer steps of 8 samples",
     ):
         data.start_at(data.loader(dataset, 8, shuffle=True, drop_last=True), 1, 12)
 
@@ -221,3 +223,20 @@ def test_columns_read_what_datasets_formatting_reads(data_dir):
     first = next(iter(loader))
     order = data.epoch_order(len(train), 1, 0)[:8]
     assert torch.equal(first["labels"], train[order]["labels"]) and first["inputs"].shape == (8, 30)
+
+
+def test_an_epoch_is_whole_optimizer_steps_of_micro_batches():
+    """With accumulation the loader yields micro-batches, and the epoch's ragged tail that would not fill an
+    optimizer step is dropped (as drop_last drops a ragged batch): 1 process x 8 x accumulation 4 sees the
+    same 32 samples per step as 1 x 32, in the same order; a resume skips whole steps."""
+    dataset = torch.utils.data.TensorDataset(torch.arange(100))
+    whole = data.loader(dataset, 32, shuffle=True, seed=1, drop_last=True)
+    micro = data.loader(dataset, 8, shuffle=True, seed=1, drop_last=True, accum=4)
+    assert len(whole) == 3 and len(micro) == 12  # 100 // 8 = 12 micro-batches: 3 steps of 4
+    flat = [i for b in micro for i in b[0].tolist()]
+    assert flat == [i for b in whole for i in b[0].tolist()]
+    assert len(data.loader(dataset, 8, shuffle=True, drop_last=True, accum=5)) == 10  # 12 -> 2 x 5
+    assert data.start_at(micro, 0, 32) == (0, 1)  # one step (32 samples) in: skip 4 micro-batches
+    assert [i for b in micro for i in b[0].tolist()] == flat[32:]
+    with pytest.raises(UsageError, match="optimizer steps of 32 samples"):
+        data.start_at(micro, 0, 8)

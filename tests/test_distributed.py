@@ -66,9 +66,8 @@ def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, refere
         assert m["global_batch_size"] == ref_m["global_batch_size"] == 32
         assert m["gradient_accumulation_steps"] == (2 if rung >= 5 else 1)
         assert m["steps"] == ref_m["steps"]
-        assert (
-            m["eval_samples"] == ref_m["eval_samples"]
-        )  # every eval sample exactly once (114 / 360 on 2 ranks)
+        # every eval sample exactly once (114 / 360 on 2 ranks)
+        assert m["eval_samples"] == ref_m["eval_samples"]
         assert m["eval_accuracy"] == ref_m["eval_accuracy"], (
             rung,
             m["eval_accuracy"],

@@ -4,11 +4,10 @@ and examples are clean; bad input is one line and exit 2."""
 
 import subprocess
 import sys
-import textwrap
-
-import pytest
 
 import doctor
+import pytest
+
 from conftest import ROOT
 
 DOCTOR = [sys.executable, str(ROOT / "scripts" / "tools" / "doctor.py")]
@@ -120,13 +119,14 @@ def test_every_rule_has_a_fixture_an_explanation_and_a_guide_section():
 
 
 def test_legitimate_patterns_are_left_alone():
+    # rank 0 first, then the others: one barrier each
     assert (
         codes(
             "import torch.distributed as dist\nif not is_main:\n    dist.barrier()\nbuild()\n"
             "if is_main:\n    dist.barrier()\n"
         )
         == []
-    )  # rank 0 first, then the others: one barrier each
+    )
     assert (
         codes(
             "import torch.distributed as dist\nif rank in evens:\n    dist.all_reduce(x, group=g)\n"

@@ -9,10 +9,10 @@ import re
 
 import pytest
 import torch
+from test_reliability import EXACT, TASK, run, weights
 
 from common import checkpoint, schedule
-from conftest import SCRIPTS, accelerate, max_abs_diff, run_script
-from test_reliability import EXACT, TASK, run, weights
+from conftest import SCRIPTS, accelerate, max_abs_diff, run_script, save_checkpoint
 
 
 def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_every_step(
@@ -53,12 +53,11 @@ def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_ever
         )(),
         14,
     )
+    # the rate step N trained with: factor(N - 1), warm-up from 0, then cosine to 0
     for (
         step,
         lr,
-    ) in (
-        lrs.items()
-    ):  # the rate step N trained with: factor(N - 1), warm-up from 0, then cosine to 0
+    ) in lrs.items():
         assert math.isclose(lr, 0.1 * factor(step - 1), rel_tol=1e-6, abs_tol=1e-9), (step, lr)
     assert lrs[6] == pytest.approx(0.1) and lrs[28] < 0.001
     losses = [e.value for e in acc.Scalars("train/loss")]
@@ -79,12 +78,12 @@ def test_default_run_writes_no_events_and_the_scheduler_restores_a_changed_lr(tm
         model(torch.ones(1, 3)).sum().backward()
         opt.step()
         sched.step()
-    checkpoint.save(tmp_path, model, opt, 4, 0, 4, scheduler=sched)
+    save_checkpoint(tmp_path, model, opt, 4, 0, 4, scheduler=sched)
     fresh = torch.nn.Linear(3, 2)
     fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.2, momentum=0.9)  # the resumed run's --lr
     fresh_sched = torch.optim.lr_scheduler.LambdaLR(fresh_opt, schedule.lr_lambda(args, 10))
     logs = []
-    checkpoint.resume("auto", tmp_path, fresh, fresh_opt, scheduler=fresh_sched, log=logs.append)
+    checkpoint.restore("auto", tmp_path, fresh, fresh_opt, scheduler=fresh_sched, log=logs.append)
     assert fresh_sched.last_epoch == 4 and "lr 0.2 (the checkpoint had 0.1)" in logs[0]
     assert fresh_opt.param_groups[0]["lr"] == pytest.approx(0.2 * schedule.lr_lambda(args, 10)(4))
     assert not list(tmp_path.rglob("events.out.tfevents.*"))
@@ -100,14 +99,13 @@ def test_fp16_scaler_state_survives_a_resume(tmp_path):
     scaler.scale(torch.ones(()))  # the scale exists from the first scaled loss on
     scaler.update(new_scale=1024.0)
     scaler._growth_tracker = torch.full((), 7, dtype=torch.int32)
-    checkpoint.save(tmp_path, model, opt, 1, 0, 1, scaler=scaler)
+    save_checkpoint(tmp_path, model, opt, 1, 0, 1, scaler=scaler)
     restored = torch.amp.GradScaler("cpu")
-    checkpoint.resume("auto", tmp_path, model, opt, scaler=restored, log=lambda *_: None)
+    checkpoint.restore("auto", tmp_path, model, opt, scaler=restored, log=lambda *_: None)
     assert restored.get_scale() == 1024.0 and restored._get_growth_tracker() == 7
     rung6 = (SCRIPTS / "6_accelerate.py").read_text()
-    assert (
-        "scaler = accelerator.scaler" in rung6
-    )  # the scaler that prepare() made, into resume and save:
+    # the scaler that prepare() made, into resume and save:
+    assert "scaler = accelerator.scaler" in rung6
     assert re.search(r"checkpoint\.resume\([^)]*scaler", rung6) and re.search(
         r"checkpoint\.save\([^)]*scaler=scaler", rung6
     )
@@ -125,9 +123,8 @@ def test_accelerate_prepared_scheduler_steps_once_per_process(tmp_path):
     )
     assert rows["world_size"] == "2"
     assert plain == scaled != prepared
-    assert (
-        prepared[:3] == plain[0:6:2][:3]
-    )  # prepared: the unprepared schedule, two steps at a time
+    # prepared: the unprepared schedule, two steps at a time
+    assert prepared[:3] == plain[0:6:2][:3]
 
 
 def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):

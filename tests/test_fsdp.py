@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from test_distributed import FP32_TOLERANCE, launch
 
 from conftest import OFFLINE, ROOT, SCRIPTS, max_abs_diff
-from test_distributed import FP32_TOLERANCE, launch
 
 SEED = ["--seed", "7"]
 
@@ -17,9 +17,8 @@ def test_fsdp_ends_on_rung1_weights_with_half_the_memory_and_its_checkpoints_mov
     tmp_path, data_dir
 ):
     flags = ["--task", "cancer", "--epochs", "2", *SEED]
-    ref, ref_m = launch(
-        1, tmp_path / "1", data_dir, *flags
-    )  # one process holds all of it, as each DDP rank does
+    # one process holds all of it, as each DDP rank does
+    ref, ref_m = launch(1, tmp_path / "1", data_dir, *flags)
     fsdp, fsdp_m = launch(7, tmp_path / "7", data_dir, *flags)
     ddp_m = {key: ref_m[key] for key in ("param_bytes", "grad_bytes", "optimizer_bytes")}
     print(

@@ -226,9 +226,8 @@ def test_side_by_side_page_renders_in_chromium(tmp_path):
     removed, added, explanation = (255, 235, 233), (218, 251, 225), (255, 248, 197)
     assert removed in colours["left"] and removed not in colours["right"]
     assert added in colours["right"] and added not in colours["left"]
-    assert (
-        explanation in colours["left"] and explanation in colours["right"]
-    )  # rows across both columns
+    # rows across both columns
+    assert explanation in colours["left"] and explanation in colours["right"]
 
 
 @pytest.fixture(scope="module")
@@ -283,9 +282,8 @@ def test_every_sh_command_in_the_guides_runs(sandbox, guide):
             assert "world size 2" in out
         if "scripts/tools/bench.py" in block:
             assert "input pipeline: loader / preloaded (digits)" in out
-        if (
-            "scripts/labs/collectives.py" in block
-        ):  # node 1's second process: rank 3, local rank 1, node 1
+        # node 1's second process: rank 3, local rank 1, node 1
+        if "scripts/labs/collectives.py" in block:
             assert (
                 re.search(r"\d+ +3 +1 +1 +cpu", out)
                 and "all 1 operations gave the expected results" in out

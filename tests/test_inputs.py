@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from common import UsageError, cli, data
-from conftest import args_for
+from common import UsageError, data, flags, lock
+from conftest import SCRIPTS, args_for, save_checkpoint
 
 ROWS = 40
 
@@ -24,7 +24,7 @@ def table(label=lambda i: i % 2, a=lambda i: i * 0.1, b=lambda i: (i * 7) % 5):
 
 
 @pytest.mark.parametrize(
-    "flags,needle",
+    "argv,needle",
     [
         (["--lr", "nan"], "--lr must be a positive number"),
         (["--lr", "-1"], "--lr must be a positive number"),
@@ -35,10 +35,10 @@ def table(label=lambda i: i % 2, a=lambda i: i * 0.1, b=lambda i: (i * 7) % 5):
         (["--dist-timeout", "0"], "--dist-timeout must be more than 0"),
     ],
 )
-def test_bad_flag_values_are_one_line(flags, needle, monkeypatch):
+def test_bad_flag_values_are_one_line(argv, needle, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["4_ddp_torchrun.py"])
     with pytest.raises(UsageError, match=needle):
-        cli.parse(argv=flags)
+        flags.parse(argv=argv, uses=tuple(flags.RUNG_FLAGS))
 
 
 def build(tmp_path, data_dir, path, **extra):
@@ -108,9 +108,8 @@ def test_16_bit_images_keep_their_range_and_corrupt_ones_are_named(tmp_path, dat
     train, eval_, info = build(tmp_path, data_dir, root, image_size=8)
     x = np.concatenate([train[:]["inputs"].numpy(), eval_[:]["inputs"].numpy()])
     assert info.input_shape == (1, 8, 8) and 0.0 <= x.min() and x.max() <= 1.0
-    assert (
-        0.05 < x.mean() < 0.95 and (x < 0.99).mean() > 0.9
-    )  # not saturated to 1.0 as an 8-bit conversion would
+    # not saturated to 1.0 as an 8-bit conversion would
+    assert 0.05 < x.mean() < 0.95 and (x < 0.99).mean() > 0.9
     (root / "0" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
     with pytest.raises(UsageError, match="cannot be read") as e:
         build(tmp_path, data_dir, root, image_size=8)
@@ -129,21 +128,35 @@ def test_the_cache_sees_an_image_added_inside_a_class_folder(tmp_path, data_dir)
     assert len(train) + len(eval_) == before + 1
 
 
-def test_one_run_per_output_dir_and_stale_locks_are_taken_over(tmp_path, capsys):
-    import json
-    import socket
+def test_one_run_per_output_dir_and_the_os_frees_a_dead_runs_lock(tmp_path):
+    """The lock is the OS's (flock through filelock): a second taker is refused in one line naming the
+    holder, a holder killed with SIGKILL leaves nothing to take over, and a lock file with any content (a bare
+    pid, a JSON list, garbage) is just a file to lock; a directory in its place is one line."""
+    import subprocess
 
-    cli.lock_output_dir(tmp_path)  # this test's process holds it now
-    with pytest.raises(UsageError, match=r"another run \(pid \d+\) is using --output-dir"):
-        cli.lock_output_dir(tmp_path)
-    (tmp_path / ".lock").write_text(
-        json.dumps({"pid": 2**22 + 12345, "host": socket.gethostname()})
-    )  # gone
-    cli.lock_output_dir(tmp_path)
-    assert "left by a run that is gone" in capsys.readouterr().out
-    (tmp_path / ".lock").write_text(json.dumps({"pid": 1, "host": "elsewhere"}))
-    with pytest.raises(UsageError, match="locked by a run on elsewhere"):
-        cli.lock_output_dir(tmp_path)
+    lock.lock_output_dir(tmp_path / "a")  # this test's process holds it now
+    with pytest.raises(UsageError, match=r"another run \(pid \d+ on .+\) is using --output-dir"):
+        lock.lock_output_dir(tmp_path / "a")
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, sys; sys.path.insert(0, 'scripts'); "
+            "from common import lock; lock.lock_output_dir(sys.argv[1]); "
+            "os.kill(os.getpid(), signal.SIGKILL)",
+            str(tmp_path / "b"),
+        ],
+        cwd=SCRIPTS.parent,
+    )
+    assert killed.returncode == -9 and (tmp_path / "b" / ".lock").exists()
+    lock.lock_output_dir(tmp_path / "b")  # no stale lock: the OS released it with the process
+    for name, content in (("c", "12345"), ("d", "[1, 2]"), ("e", "\x00garbage")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ".lock").write_text(content)
+        lock.lock_output_dir(tmp_path / name)
+    (tmp_path / "f" / ".lock").mkdir(parents=True)
+    with pytest.raises(UsageError, match="is a directory"):
+        lock.lock_output_dir(tmp_path / "f")
 
 
 def test_a_resumed_run_keeps_its_own_lr_and_says_so(tmp_path):
@@ -155,13 +168,12 @@ def test_a_resumed_run_keeps_its_own_lr_and_says_so(tmp_path):
     old = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     model(torch.ones(4, 3)).sum().backward()
     old.step()
-    checkpoint.save(tmp_path, model, old, 1, 0, 0)
+    save_checkpoint(tmp_path, model, old, 1, 0, 0)
     new = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     logs = []
-    checkpoint.resume("auto", tmp_path, model, new, log=logs.append)
-    assert (
-        new.param_groups[0]["lr"] == 0.01 and new.state
-    )  # the flag, with the checkpoint's momentum buffers
+    checkpoint.restore("auto", tmp_path, model, new, log=logs.append)
+    # the flag, with the checkpoint's momentum buffers
+    assert new.param_groups[0]["lr"] == 0.01 and new.state
     assert "this run's flags kept: lr 0.01 (the checkpoint had 0.05)" in logs[0]
 
 

@@ -59,9 +59,8 @@ def test_models_shapes_and_no_dropout():
     assert flat(torch.zeros(2, 3, 16, 16)).shape == (2, 4)
     for m in (cnn, mlp, flat):
         assert not any(isinstance(x, torch.nn.Dropout) for x in m.modules())
-    assert any(
-        isinstance(x, torch.nn.GroupNorm) for x in cnn.modules()
-    )  # the default: split-invariant
+    # the default: split-invariant
+    assert any(isinstance(x, torch.nn.GroupNorm) for x in cnn.modules())
     assert not any(
         isinstance(x, (torch.nn.BatchNorm2d, torch.nn.ReLU))
         for m in (cnn, mlp)

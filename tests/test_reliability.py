@@ -28,9 +28,8 @@ FAULTS = ROOT / "tests" / "faults"
 RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}  # what the Makefile and the guides set
 TASK = ["--task", "cancer", "--epochs", "2"]  # 14 steps an epoch at global batch 32: 28 steps
 EXACT = 1e-6  # max |w - w_reference| after a fault and a resume (measured: 0 against the same rung, 6e-8 vs rung 1)
-SIGTERM_BOUND = (
-    20  # seconds from SIGTERM to a checkpointed exit (the schedulers' grace period is 30)
-)
+# seconds from SIGTERM to a checkpointed exit (the schedulers' grace period is 30)
+SIGTERM_BOUND = 20
 
 
 def start(
@@ -85,7 +84,7 @@ def finish(proc, timeout=240):
     except subprocess.TimeoutExpired:
         kill_job(proc)
         out, err = proc.communicate()
-        raise AssertionError(f"hung for {timeout} s\n{out[-3000:]}\n{err[-3000:]}")
+        raise AssertionError(f"hung for {timeout} s\n{out[-3000:]}\n{err[-3000:]}") from None
     return proc.returncode, out, err
 
 
@@ -109,9 +108,8 @@ def test_a_killed_rank_restarts_and_ends_on_the_same_weights(tmp_path, data_dir,
     """SIGKILL rank 1 mid-epoch 2 under torchrun --max-restarts=1: all workers restart, resume from the epoch-1
     checkpoint and end bitwise where the uninterrupted run ends. Five times, because restarts over gloo used to
     fail 5 times in 8 (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is the fix)."""
-    for attempt in range(
-        1
-    ):  # 5 of 5 when measured in a loop; once per suite run keeps the suite in its budget
+    # 5 of 5 when measured in a loop; once per suite run keeps the suite in its budget
+    for attempt in range(1):
         out = tmp_path / f"run{attempt}"
         stdout, stderr = run(
             4,
@@ -183,9 +181,8 @@ DELIVERY = {
 
 # Rung 2 on a CPU is rung 1; rungs 4-5 share the loop and launcher (test_ctrl_c_... sends torchrun's workers
 # SIGINT to the whole job, the same handler and agreement); rung 1: test_ctrl_c_...[group-sigterm-...].
-@pytest.mark.parametrize(
-    "rung", [3]
-)  # rung 6: Ctrl-C under accelerate launch, below (every process signalled)
+# rung 6: Ctrl-C under accelerate launch, below (every process signalled)
+@pytest.mark.parametrize("rung", [3])
 def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, reference, rung):
     out, marker = tmp_path / "out", tmp_path / "marker"
     flags = [*TASK, "--mixed-precision", "no"] if rung == 5 else TASK
@@ -304,10 +301,11 @@ def test_ctrl_c_and_group_signals_checkpoint_first(
     out = tmp_path / "out"
     proc = start(rung, out, data_dir, *TASK, *flags, fault=fault, marker=tmp_path / "marker")
     returncode, stdout, stderr = finish(proc)
+    # torchrun, interrupted, reports 1 after its workers
     assert returncode == code, (
         returncode,
         stderr[-2000:],
-    )  # torchrun, interrupted, reports 1 after its workers
+    )
     assert f"stopped by {signame} at step 20, checkpoint saved" in stdout, stdout + stderr[-2000:]
     assert "KeyboardInterrupt" not in stderr and "worker killed by signal" not in stderr
     assert sorted(p.name for p in (out / "checkpoints").iterdir())[-1] == "step-00000020"
@@ -427,9 +425,8 @@ def test_a_hung_rank_becomes_an_error_within_the_timeout(tmp_path, data_dir):
         lines[-30:]
     )
     assert "another rank stopped joining collectives" in error[0]
-    assert failed_after < 3 + 10, (
-        failed_after
-    )  # the timeout, plus the steps and the start of the failure path
+    # the timeout, plus the steps and the start of the failure path
+    assert failed_after < 3 + 10, failed_after
 
 
 def listening_socket():
@@ -557,12 +554,10 @@ def test_launch_check_configs_and_ports(tmp_path):
         with pytest.raises(UsageError, match=message):
             check_config(str(tmp_path / name), None)
     check_config(str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"), None)
-    with pytest.raises(
-        UsageError, match="main_process_ip is empty"
-    ):  # the two-machine files, unedited (accelerate
-        check_config(
-            str(ROOT / "accelerate_configs" / "2machines_rank0.yaml"), None
-        )  # itself stops in 3 s)
+    # the two-machine files, unedited (accelerate
+    with pytest.raises(UsageError, match="main_process_ip is empty"):
+        # itself stops in 3 s)
+        check_config(str(ROOT / "accelerate_configs" / "2machines_rank0.yaml"), None)
     with listening_socket() as s:
         with pytest.raises(UsageError, match="is in use"):
             check_port(s.getsockname()[1])
@@ -617,12 +612,10 @@ def test_dataset_on_one_node_only_fails_before_training(tmp_path, data_dir):
     # Rank 0 reports the lost rank, unless its agent goes first: both agents are on this host, so node 1's may
     # hold the rendezvous store and take it away on its way out (RendezvousConnectionError; seen once in 3).
     assert all("another rank exited" in line for line in rank0), results[0][1][-2000:]
-    assert all(
-        f'File "{SCRIPTS}' not in err for _, err in results
-    )  # no traceback through the rungs
-    assert (
-        "traceback : error (rank 1): " in results[1][1]
-    )  # torchrun's summary: the worker's line (@record)
+    # no traceback through the rungs
+    assert all(f'File "{SCRIPTS}' not in err for _, err in results)
+    # torchrun's summary: the worker's line (@record)
+    assert "traceback : error (rank 1): " in results[1][1]
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 
@@ -630,9 +623,8 @@ def write_odd_dataset(path, rows=185, seed=0):
     """185 rows: 148 train, 37 eval. 37 is prime: no world size x batch size divides it."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(rows, 3))
-    y = ((x[:, 0] + 0.5 * x[:, 1] + rng.normal(scale=0.8, size=rows)) > 0).astype(
-        int
-    )  # noisy: accuracy < 1
+    # noisy: accuracy < 1
+    y = ((x[:, 0] + 0.5 * x[:, 1] + rng.normal(scale=0.8, size=rows)) > 0).astype(int)
     path.write_text(
         "a,b,c,label\n" + "".join(f"{a:.5f},{b:.5f},{c:.5f},{t}\n" for (a, b, c), t in zip(x, y))
     )
@@ -647,9 +639,8 @@ def odd_reference(tmp_path_factory, data_dir):
     return csv, metrics_of(root / "1")
 
 
-@pytest.mark.parametrize(
-    "rung", [3, 6]
-)  # the two eval implementations: all_gather_object (3-5), accelerate's
+# the two eval implementations: all_gather_object (3-5), accelerate's
+@pytest.mark.parametrize("rung", [3, 6])
 def test_eval_at_awkward_sizes_matches_one_process(tmp_path, data_dir, odd_reference, rung):
     """3 processes x batch 4 over 37 eval samples (shards of 13/12/12, last batches ragged): the same samples,
     each once, and the same accuracy as one process."""

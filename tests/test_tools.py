@@ -51,9 +51,8 @@ def test_compare_reads_safetensors_and_torch_files_and_strips_wrapper_prefixes(t
         and "different tensors" in proc.stderr
     )
 
-    torch.save(
-        {"weights": bare, "callback": os.getcwd}, tmp_path / "code.pt"
-    )  # needs a function to unpickle
+    # needs a function to unpickle
+    torch.save({"weights": bare, "callback": os.getcwd}, tmp_path / "code.pt")
     proc = compare(tmp_path / "bare.safetensors", tmp_path / "code.pt")
     assert (
         proc.returncode == 2 and "weights_only=True" in proc.stderr and proc.stderr.count("\n") == 1

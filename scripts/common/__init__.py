@@ -6,4 +6,4 @@ passes it in, or the function asks torch.distributed's public API (checkpoint, p
 every rank calls the same way); none of them starts or joins a process group.
 """
 
-from common.errors import UsageError  # noqa: F401  (the one exception every module raises for bad input)
+from common.errors import UsageError  # noqa: F401  (the exception for bad input, everywhere)

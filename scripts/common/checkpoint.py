@@ -43,9 +43,15 @@ class CheckpointError(UsageError):
 
 
 def _inner(optimizer):
-    return getattr(
-        optimizer, "optimizer", optimizer
-    )  # accelerate's AcceleratedOptimizer holds the real one
+    # accelerate's AcceleratedOptimizer holds the real one
+    return getattr(optimizer, "optimizer", optimizer)
+
+
+def _bare(model):
+    # DDP and torch.compile the state-dict API handles itself
+    while isinstance(model, torch.nn.DataParallel):
+        model = model.module
+    return model
 
 
 def _sharded(model):
@@ -55,6 +61,7 @@ def _sharded(model):
 def gather(model, optimizer=None):
     """The full model state dict (and the optimizer's, if given) as CPU tensors. Under FSDP every rank must call
     it (each holds a shard) and rank 0 alone gets the tensors, the others empty dicts."""
+    model = _bare(model)
     options = StateDictOptions(full_state_dict=_sharded(model), cpu_offload=True)
     model_sd = get_model_state_dict(model, options=options)
     if optimizer is None:
@@ -293,10 +300,6 @@ def _optimizer_sd(path, model, optimizer, tensors, groups, values):
         if name not in shapes:
             raise another
         state.setdefault(name, {})[item] = value
-    for saved, current in zip(
-        groups, _inner(optimizer).param_groups
-    ):  # JSON has no tuples (AdamW's betas)
-        saved.update({k: tuple(v) for k, v in saved.items() if isinstance(current.get(k), tuple)})
     return {"state": state, "param_groups": groups}
 
 
@@ -305,11 +308,11 @@ def load(path, model, optimizer=None, scaler=None, scheduler=None):
     `optimizer`. Everything is verified before anything changes: on a CheckpointError both are untouched. This
     run's hyper-parameters (--lr, --momentum) win over the checkpoint's; returns state.json's fields plus
     "flags_kept", what was put back, for the resume message."""
+    model = _bare(model)
     state, model_sd, tensors, groups, values = _read(path)
     _check_fits(path, model, model_sd)
-    options = StateDictOptions(
-        full_state_dict=True
-    )  # every rank reads the whole file; FSDP keeps its shard
+    # every rank reads the whole file; a sharded (FSDP) model keeps its own shard of it
+    options = StateDictOptions(full_state_dict=_sharded(model))
     if optimizer is None:
         set_model_state_dict(model, model_sd, options=options)
         return state
@@ -330,9 +333,8 @@ def _restore_schedule(scheduler, optimizer, state):
     recomputed from the closed form (--lr x factor(step)), so a changed --lr applies from the next step."""
     saved = state.get("scheduler")
     step = saved.get("last_epoch") if isinstance(saved, dict) else None
-    step = (
-        step if type(step) is int and step >= 0 else state["step"]
-    )  # no scheduler saved: the optimizer's step
+    # no scheduler saved: the optimizer's step
+    step = step if type(step) is int and step >= 0 else state["step"]
     base = [group["initial_lr"] for group in optimizer.param_groups]
     for group, lr, factor in zip(optimizer.param_groups, base, scheduler.lr_lambdas):
         group["lr"] = lr * factor(step)
@@ -352,6 +354,8 @@ def _keep_flags(optimizer, wanted, scheduled=False):
                 continue
             if key == "initial_lr" and key not in group:  # a checkpoint written without a scheduler
                 group[key] = value
+            if isinstance(value, tuple):  # AdamW's betas: JSON gave them back as a list
+                group[key] = value
             if key in group and group[key] != value and isinstance(value, (int, float)):
                 name = "lr" if key == "initial_lr" else key
                 kept.append(f"{name} {value:g} (the checkpoint had {group[key]:g})")
@@ -359,23 +363,20 @@ def _keep_flags(optimizer, wanted, scheduled=False):
     return sorted(set(kept))
 
 
-def resume(args, model, optimizer, scheduler, train_loader, scaler=None, log=print):
-    """Apply --resume to the bare `model` and the rest: "none" starts fresh (process.prepare removed the old
-    checkpoints), "auto" loads the newest valid checkpoint in --output-dir (falling back past corrupt ones, and
-    saying so), anything else is a checkpoint directory. Then the loader is moved to the next unseen batch.
-    Returns (epoch, step, steps already taken in that epoch)."""
-    from common import data
-
+def restore(resume_from, output_dir, model, optimizer, scaler=None, scheduler=None, log=print):
+    """Apply --resume: "none" starts fresh (process.prepare removed the old checkpoints), "auto" loads the
+    newest valid checkpoint in `output_dir` (falling back past corrupt ones, and saying so), anything else is a
+    checkpoint directory. Returns (epoch, step, samples_in_epoch) to continue from."""
     main = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
-    if args.resume == "none":
-        return (0, 0, *data.start_at(train_loader, 0, 0)[1:])
-    candidates = list_checkpoints(args.output_dir)[::-1] if args.resume == "auto" else [args.resume]
+    if resume_from == "none":
+        return 0, 0, 0
+    candidates = list_checkpoints(output_dir)[::-1] if resume_from == "auto" else [resume_from]
     problems = []
     for path in candidates:
         try:
             state = load(path, model, optimizer, scaler, scheduler)
         except CheckpointError as e:
-            if args.resume != "auto":
+            if resume_from != "auto":
                 raise
             problems.append(str(e))
             if main:
@@ -387,13 +388,24 @@ def resume(args, model, optimizer, scheduler, train_loader, scaler=None, log=pri
                 f"resuming from {path} (epoch {state['epoch']}, step {state['step']})"
                 + (f"; this run's flags kept: {', '.join(kept)}" if kept else "")
             )
-        epoch, in_epoch = data.start_at(train_loader, state["epoch"], state["samples_in_epoch"])
-        return epoch, state["step"], in_epoch
+        return state["epoch"], state["step"], state["samples_in_epoch"]
     if problems:
         raise CheckpointError(
-            f"no usable checkpoint in {str(args.output_dir)!r} (newest: {problems[0]})"
+            f"no usable checkpoint in {str(output_dir)!r} (newest: {problems[0]})"
         )
-    return (0, 0, *data.start_at(train_loader, 0, 0)[1:])
+    return 0, 0, 0
+
+
+def resume(args, model, optimizer, scheduler, train_loader, scaler=None):
+    """--resume for a rung: `restore` into the bare `model` and the rest, then move the loader to the next
+    unseen batch. Returns (epoch, step, optimizer steps already taken in that epoch)."""
+    from common import data
+
+    epoch, step, samples = restore(
+        args.resume, args.output_dir, model, optimizer, scaler, scheduler
+    )
+    epoch, done = data.start_at(train_loader, epoch, samples)
+    return epoch, step, done
 
 
 def save_model(path, model):
@@ -418,6 +430,7 @@ def load_model(path, model):
         raise CheckpointError(
             f"{str(path)!r} is not a readable safetensors file ({_why(e)})"
         ) from None
+    model = _bare(model)
     _check_fits(path, model, tensors)
-    set_model_state_dict(model, tensors, options=StateDictOptions(full_state_dict=True))
+    set_model_state_dict(model, tensors, options=StateDictOptions(full_state_dict=_sharded(model)))
     return model

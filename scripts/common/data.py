@@ -22,9 +22,8 @@ from common import preemption, tasks
 from common.errors import UsageError
 from common.tasks import Info  # noqa: F401  (data.Info: what a model is built for)
 
-ON_DEVICE_BYTES = (
-    1 << 30
-)  # a GPU keeps a prepared dataset up to 1 GiB (per process) in its own memory
+# a GPU keeps a prepared dataset up to 1 GiB (per process) in its own memory
+ON_DEVICE_BYTES = 1 << 30
 
 
 def build(args):
@@ -143,9 +142,8 @@ def loader(
     batch). For a GPU `device`: a dataset of at most ON_DEVICE_BYTES moves there once, so a batch is one gather
     on the GPU; a larger one, or one read by worker processes, comes from pinned memory instead."""
     if shuffle and sampler is not None:
-        raise ValueError(
-            "sampler option is mutually exclusive with shuffle"
-        )  # torch's DataLoader says the same
+        # torch's DataLoader says the same
+        raise ValueError("sampler option is mutually exclusive with shuffle")
     sampler = sampler or (EpochShuffle(dataset, seed) if shuffle else SequentialSampler(dataset))
     batches = Batches(sampler, batch_size, drop_last, accum)
     if len(batches) == 0:
@@ -154,15 +152,16 @@ def loader(
             f"optimizer step of this process's {len(sampler)} samples: lower --batch-size"
         )
     cuda = torch.device(device).type == "cuda"
-    columns = Columns(dataset)
-    if cuda and num_workers == 0 and columns.nbytes() <= ON_DEVICE_BYTES:
-        columns, cuda = columns.to(device), False  # already on the GPU: nothing to pin
+    if hasattr(dataset, "with_format"):  # a datasets.Dataset from build(): read as tensor columns
+        dataset = Columns(dataset)
+        if cuda and num_workers == 0 and dataset.nbytes() <= ON_DEVICE_BYTES:
+            dataset, cuda = dataset.to(device), False  # already on the GPU: nothing to pin
     return DataLoader(
-        columns,
+        dataset,
         batch_sampler=batches,
         num_workers=num_workers,
         pin_memory=cuda,
-        collate_fn=_whole_batch,
+        collate_fn=_whole_batch if isinstance(dataset, Columns) else None,
         persistent_workers=num_workers > 0,
         worker_init_fn=preemption.ignore_in_workers,
     )
@@ -181,9 +180,8 @@ def start_at(data_loader, epoch, samples):
     batches = data_loader.batch_sampler
     while not isinstance(batches, Batches):  # accelerate's BatchSamplerShard around ours
         batches = batches.batch_sampler
-    replicas = getattr(
-        batches.sampler, "num_replicas", 1
-    )  # DistributedSampler: each process a share
+    # DistributedSampler: each process a share
+    replicas = getattr(batches.sampler, "num_replicas", 1)
     step_samples = batches.batch_size * batches.accum * replicas
     if samples % step_samples:
         raise UsageError(
@@ -193,9 +191,8 @@ def start_at(data_loader, epoch, samples):
             f"{samples}, or from a checkpoint taken at the end of an epoch"
         )
     steps = samples // step_samples
-    if (
-        steps >= len(batches) // batches.accum
-    ):  # the rest of that epoch is less than one of this run's steps
+    # the rest of that epoch is less than one of this run's steps
+    if steps >= len(batches) // batches.accum:
         epoch, steps = epoch + 1, 0
     if hasattr(data_loader, "set_epoch"):  # accelerate's prepared loader counts its epochs itself
         data_loader.set_epoch(epoch)

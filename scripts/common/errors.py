@@ -35,9 +35,8 @@ def run(main, description=None, uses=()):
         args = flags.parse(description, uses=uses)
         process.prepare(args)
     except UsageError as e:
-        if (
-            os.environ.get("RANK", "0") == "0"
-        ):  # every rank parses the same flags: one of them says so
+        # every rank parses the same flags: one of them says so
+        if os.environ.get("RANK", "0") == "0":
             fail(e)
         sys.exit(2)
     try:
@@ -53,14 +52,12 @@ def run(main, description=None, uses=()):
         raise
     except Exception as e:
         name = type(e).__name__
-        if (
-            name == "ProcessExitedException" and e.exit_code in preemption.EXIT_CODES
-        ):  # mp.spawn'd workers
+        # mp.spawn'd workers
+        if name == "ProcessExitedException" and e.exit_code in preemption.EXIT_CODES:
             sys.exit(e.exit_code)
         text, rank = str(e).strip(), None
-        if (
-            name == "ProcessRaisedException"
-        ):  # torch.multiprocessing.spawn: a child's traceback as text
+        # torch.multiprocessing.spawn: a child's traceback as text
+        if name == "ProcessRaisedException":
             rank = e.error_index
             name, _, text = text.splitlines()[-1].partition(": ")
             if name.rsplit(".", 1)[-1] in ("UsageError", "CheckpointError"):
@@ -115,12 +112,10 @@ def fail(message, rank=None):
         rank = os.environ.get("RANK")
     where = f" (rank {rank})" if rank is not None else ""
     print(f"error{where}: {message}", file=sys.stderr, flush=True)
-    error_file = os.environ.get(
-        "TORCHELASTIC_ERROR_FILE"
-    )  # under torchrun: what its failure summary shows
-    if (
-        error_file
-    ):  # this one line, instead of the traceback that @record wrote there for a real crash
+    # under torchrun: what its failure summary shows
+    error_file = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    # this one line, instead of the traceback that @record wrote there for a real crash
+    if error_file:
         import json
         import time
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from common.errors import UsageError
 
+# built-in tasks, offline; --dataset replaces them with your own data
 TASKS = (
     "digits",
     "cancer",
     "gpt",
-)  # built-in tasks, offline; --dataset replaces them with your own data
+)
 RUNG_FLAGS = {  # flag -> where it is honoured, for the refusal's hint
     "nproc": "3_ddp_spawn",
     "sync_bn": "rungs 3-6",
@@ -230,15 +231,13 @@ def parse(description=None, argv=None, uses=()):
         import torch
 
         torch.backends.cuda.matmul.allow_tf32 = True
-        os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = (
-            "1"  # the same for processes this one spawns
-        )
+        # the same for processes this one spawns
+        os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"
     if args.sync_bn:
         import torch
 
-        if (
-            not torch.cuda.is_available()
-        ):  # before any process starts: mp.spawn's workers would each fail
+        # before any process starts: mp.spawn's workers would each fail
+        if not torch.cuda.is_available():
             raise UsageError(
                 "--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out "
                 "on a CPU, where each process normalises over its own share of the batch"
@@ -247,9 +246,8 @@ def parse(description=None, argv=None, uses=()):
             raise UsageError(
                 f"--sync-bn converts BatchNorm, and --model {args.model} has none: use --model cnn-bn"
             )
-    args.amp_dtype = (
-        None  # --mixed-precision as the torch dtype that autocast and FSDP's policy take
-    )
+    # --mixed-precision as the torch dtype that autocast and FSDP's policy take
+    args.amp_dtype = None
     if args.mixed_precision != "no":
         import torch
 

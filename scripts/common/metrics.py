@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault(
-    "HF_EVALUATE_OFFLINE", "1"
-)  # evaluate ignores HF_HUB_OFFLINE; this keeps it off the network
+# evaluate ignores HF_HUB_OFFLINE; this keeps it off the network
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 
 MODULES = Path(__file__).resolve().parent / "metrics_modules"
 _loaded = {}
@@ -24,18 +23,18 @@ def load(name="accuracy"):
     if name not in _loaded:
         import evaluate
 
-        _loaded[name] = evaluate.load(
-            str(MODULES / name), keep_in_memory=True
-        )  # no cache files to share
+        # no cache files to share
+        _loaded[name] = evaluate.load(str(MODULES / name), keep_in_memory=True)
     return _loaded[name]
 
 
 def classification(predictions, references, losses):
     """Accuracy (through `evaluate`) and mean loss over ALL eval samples. The rung hands in every sample exactly
     once: a duplicated or dropped sample would move both numbers."""
+    # sequences: every token
     result = load("accuracy").compute(
         predictions=predictions.flatten().tolist(), references=references.flatten().tolist()
-    )  # sequences: every token
+    )
     return {
         "eval_accuracy": float(result["accuracy"]),
         "eval_loss": float(losses.double().mean()),
@@ -241,9 +240,8 @@ class Tracker:
         self.logdir, self.last = Path(args.output_dir) / "runs", None
 
     def log(self, step, loss, optimizer, model):
-        if (
-            not self.enabled
-        ):  # first: the default run pays one attribute read per step, nothing else
+        # first: the default run pays one attribute read per step, nothing else
+        if not self.enabled:
             return
         import time
 
@@ -251,18 +249,16 @@ class Tracker:
 
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
-        norm = (
-            norm.full_tensor() if hasattr(norm, "full_tensor") else norm
-        )  # FSDP: every rank's shard
+        # FSDP: every rank's shard
+        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm
         if not _main_process():
             return
         if self.writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(self.logdir)
-            atexit.register(
-                self.writer.close
-            )  # flushes the last events on any exit, a signal's included
+            # flushes the last events on any exit, a signal's included
+            atexit.register(self.writer.close)
         now = time.perf_counter()
         values = {
             "train/loss": float(loss),

@@ -47,9 +47,8 @@ class Preemption:
             return self.stopped
         on_gpu = "nccl" in str(dist.get_backend()) and "gloo" not in str(dist.get_backend())
         flag = torch.tensor(int(self.requested), device="cuda" if on_gpu else "cpu")
-        dist.all_reduce(
-            flag, op=dist.ReduceOp.MAX
-        )  # the same answer on every process, at the same step
+        # the same answer on every process, at the same step
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         self.stopped = bool(flag)
         return self.stopped
 

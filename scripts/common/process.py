@@ -41,11 +41,12 @@ def prepare(args):
         torch.set_num_threads(threads)
     if first and args.mixed_precision == "fp16" and not torch.cuda.is_available():
         print("warning: fp16 on a CPU is many times slower than fp32: use bf16 on a CPU")
+    # pytorch issue 135712
     if (
         first
         and env.get("TORCHELASTIC_MAX_RESTARTS", "0") != "0"
         and env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-    ):  # pytorch issue 135712
+    ):
         fix = (
             "launch with PET_STANDALONE=1 TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"
             if "ACCELERATE_MIXED_PRECISION" in env
@@ -67,10 +68,11 @@ def prepare(args):
             f"every RANK)",
             flush=True,
         )
+    # until the rung installs its own handler (preemption.py)
     for signum in (
         signal.SIGTERM,
         signal.SIGINT,
-    ):  # until the rung installs its own handler (preemption.py)
+    ):
         signal.signal(signum, _forward_to_children)
     if first:  # one process per job: the launcher's parent (rung 3) or rank 0
         from common import checkpoint, lock

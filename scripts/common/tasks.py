@@ -124,9 +124,8 @@ def prepare(spec, path):
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if (
-            not path.exists()
-        ):  # another process may have finished the same build first: theirs is as good
+        # another process may have finished the same build first: theirs is as good
+        if not path.exists():
             atomic.write_dir(path, fill)
     except (
         Exception
@@ -187,9 +186,8 @@ def _standardize(train, eval_):
 def _builtin(name):
     from sklearn import datasets as sk
 
-    if (
-        name == "digits"
-    ):  # 1,797 8x8 grey images of the digits 0-9, values 0..16; ships with scikit-learn
+    # 1,797 8x8 grey images of the digits 0-9, values 0..16; ships with scikit-learn
+    if name == "digits":
         d = sk.load_digits()
         x = (d.images / 16.0).astype(np.float32)[:, None]  # N x 1 x 8 x 8, in [0, 1]
         train, eval_ = _split(x, d.target.astype(np.int64))

@@ -3,6 +3,8 @@ hub dataset when online) read with Hugging Face `datasets` and turned into the a
 Everything that would train on garbage (NaN features, a float label, one class, a text feature, an unreadable
 image) is refused in one line that names the row or the file."""
 
+from pathlib import Path
+
 import numpy as np
 
 from common.errors import UsageError
@@ -33,9 +35,8 @@ def _load(spec):
                     f"cannot read {str(source)!r}: --dataset takes a {'/'.join(FILE_BUILDERS)} "
                     f"file, an imagefolder directory or a save_to_disk directory"
                 )
-            options = (
-                {"delimiter": "\t"} if suffix == ".tsv" else {}
-            )  # the csv builder splits on commas
+            # the csv builder splits on commas
+            options = {"delimiter": "\t"} if suffix == ".tsv" else {}
             return datasets.load_dataset(FILE_BUILDERS[suffix], data_files=str(source), **options)
         if source.is_dir():
             return datasets.load_dataset("imagefolder", data_dir=str(source))

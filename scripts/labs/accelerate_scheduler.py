@@ -45,9 +45,8 @@ def rates(accelerator, scale, prepare):
         optimizer, schedule.lr_lambda(args, STEPS * scale)
     )
     if prepare:
-        optimizer, scheduler = accelerator.prepare(
-            optimizer, scheduler
-        )  # the model needs no DDP here
+        # the model needs no DDP here
+        optimizer, scheduler = accelerator.prepare(optimizer, scheduler)
     out = []
     for _ in range(6):
         out.append(round(optimizer.param_groups[0]["lr"], 6))

@@ -153,9 +153,8 @@ def ring(x, rank, n):
             r.wait()
         return incoming
 
-    for step in range(
-        n - 1
-    ):  # reduce-scatter: after it, rank r holds the full sum of chunk (r + 1) % n
+    # reduce-scatter: after it, rank r holds the full sum of chunk (r + 1) % n
+    for step in range(n - 1):
         send, recv = (rank - step) % n, (rank - step - 1) % n
         chunks[recv] = chunks[recv] + exchange(send, recv)
     for step in range(n - 1):  # all-gather: pass the finished chunks around the ring
@@ -236,9 +235,8 @@ def main():
             "error: launch with torchrun --standalone --nproc_per_node=4 scripts/labs/collectives.py"
         )
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo"
-    )  # gloo runs every op on CPU tensors; NCCL would need CUDA tensors
+    # gloo runs every op on CPU tensors; NCCL would need CUDA tensors
+    dist.init_process_group("gloo")
     rank, n = dist.get_rank(), dist.get_world_size()
     if not 2 <= n <= 8:
         raise SystemExit("error: the lab is for 2 to 8 processes")

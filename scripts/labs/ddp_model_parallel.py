@@ -41,9 +41,8 @@ class TwoDeviceMLP(nn.Module):
 
     def forward(self, x):
         x = self.net[: self.cut](x.to(self.dev0))
-        return self.net[self.cut :](
-            x.to(self.dev1)
-        )  # activations cross devices here, gradients cross back
+        # activations cross devices here, gradients cross back
+        return self.net[self.cut :](x.to(self.dev1))
 
 
 def main(args):
@@ -76,13 +75,11 @@ def main(args):
         raise UsageError("this script splits the MLP: use --model mlp (or auto on tabular data)")
     sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)
     train_loader = data.loader(train_ds, args.batch_size, sampler=sampler, drop_last=True)
-    eval_loader = data.loader(
-        eval_ds, args.batch_size
-    )  # every rank evaluates the whole (small) set
+    # every rank evaluates the whole (small) set
+    eval_loader = data.loader(eval_ds, args.batch_size)
 
-    model = DDP(
-        TwoDeviceMLP(models.build(info, "mlp"), dev0, dev1)
-    )  # no device_ids: the module spans two
+    # no device_ids: the module spans two
+    model = DDP(TwoDeviceMLP(models.build(info, "mlp"), dev0, dev1))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     if is_main:
         print(
@@ -94,9 +91,8 @@ def main(args):
     while epoch < args.epochs and step < args.max_steps:
         sampler.set_epoch(epoch)
         for batch in train_loader:
-            loss = F.cross_entropy(
-                model(batch["inputs"]), batch["labels"].to(dev1)
-            )  # targets on the last device
+            # targets on the last device
+            loss = F.cross_entropy(model(batch["inputs"]), batch["labels"].to(dev1))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -31,14 +31,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ladder import ROOT, RUNGS, command, environment, max_abs_diff
-from common import UsageError, checkpoint, cli, data, metrics, models
+# the other half: tables, plots, README
 from bench_report import (
     PER_STEP_KINDS,
     render,
     summary,
     summary_table,
-)  # the other half: tables, plots, README
+)
+
+from common import UsageError, checkpoint, cli, data, metrics, models
+from ladder import ROOT, RUNGS, command, environment, max_abs_diff
 
 SCHEMA = 1
 GPT_GPU = [
@@ -246,9 +248,8 @@ def overhead(b):
             "max_abs_weight_diff_vs_rung1": weight_diff(rs[0], runs[1][0]),
             "loss_curve": curve(rs[0]),
         }
-    gpt = (
-        {1: [], 4: [], 6: []} if not b.quick else {}
-    )  # real work per step: 45 ms on 2 CPU cores, not 2 ms
+    # real work per step: 45 ms on 2 CPU cores, not 2 ms
+    gpt = {1: [], 4: [], 6: []} if not b.quick else {}
     for _ in range(b.repeats):
         for r in gpt:
             flags = ["--mixed_precision", "no"] if r == 6 else []
@@ -300,9 +301,8 @@ def per_step_costs(b):
         rank=0,
         world_size=1,
     )
-    accelerator = Accelerator(
-        cpu=not b.cuda
-    )  # no launcher: one process, and accelerate does not wrap in DDP
+    # no launcher: one process, and accelerate does not wrap in DDP
+    accelerator = Accelerator(cpu=not b.cuda)
     cli.cache_accelerate_lookups()  # as rung 6 runs it (common/cli.prepare_process)
 
     def variant(kind):
@@ -311,9 +311,8 @@ def per_step_costs(b):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         if kind.startswith("DDP"):
             model = DDP(model, device_ids=[0] if b.cuda else None)
-            model.broadcast_buffers = (
-                kind == "DDP"
-            )  # the attribute DDP's forward reads (torch 2.11 to 2.13)
+            # the attribute DDP's forward reads (torch 2.11 to 2.13)
+            model.broadcast_buffers = kind == "DDP"
         elif kind == "accelerate":
             model, optimizer = accelerator.prepare(model, optimizer)
 
@@ -386,10 +385,11 @@ def input_pipeline(b):
         if not b.quick:
             fns["loader_1_worker"] = from_loader(loaders["loader_1_worker"])
         seconds = alternate(fns, 1 if b.quick else 7, b.sync)
+        # one batch, read both ways
         columns, indices = (
             data.Columns(train_ds),
             list(range(0, 32 * 37, 37)),
-        )  # one batch, read both ways
+        )
         reads = alternate(
             {"datasets_formatting": lambda: train_ds[indices], "columns": lambda: columns[indices]},
             50,
@@ -480,9 +480,8 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
         accumulate(skip_sync)
         optimizer.step()
 
-    gap = (
-        (accumulate(True) - accumulate(False)).abs().max().item()
-    )  # the same weights: the same gradient
+    # the same weights: the same gradient
+    gap = (accumulate(True) - accumulate(False)).abs().max().item()
     times = {"no_sync": [], "every_micro_step": []}
     for i in range(repeats + 2):
         for name, skip in (("no_sync", True), ("every_micro_step", False)):
@@ -537,9 +536,8 @@ def peers(b):
     launched as its users launch it; the repeats alternate. Reports in-loop samples/s (epochs after the first),
     whole-launch seconds, both against the fastest, the spread between repeats, and max |w - w_rung1|."""
     nproc = 1 if b.cuda else 2
-    epochs = (
-        2 if b.quick else 16
-    )  # digits epochs are short (44 steps): 15 of them per run steady the medians
+    # digits epochs are short (44 steps): 15 of them per run steady the medians
+    epochs = 2 if b.quick else 16
     flags = ["--task", "digits", "--epochs", epochs, "--batch-size", 32 // nproc]
     ref = b.launch(1, 1, ["--task", "digits", "--epochs", epochs, "--batch-size", 32])
     contenders = {
@@ -550,9 +548,8 @@ def peers(b):
         "lightning_fabric": lambda: b.launch_peer("fabric_ddp", nproc, flags),
         "minimal_ddp_loop": lambda: b.launch_peer("minimal_ddp", nproc, flags),
     }
-    if (
-        b.quick
-    ):  # the machinery, in the fewest launches: rung 6 is launched at 2 processes by the tests
+    # the machinery, in the fewest launches: rung 6 is launched at 2 processes by the tests
+    if b.quick:
         del contenders["6_accelerate"]
     runs = {name: [] for name in contenders}
     for _ in range(b.repeats):
@@ -648,18 +645,18 @@ def scaling(b):
 def mixed_precision(b):
     """Rung 5 at world size 1: bf16 autocast vs fp32, and fp16 + GradScaler vs bf16."""
     out = {}
+    # fp16 on a CPU: 7-18x slower
     tasks = (
         ("digits", ("no", "bf16") if b.quick and not b.cuda else ("no", "bf16", "fp16"), 4),
         ("gpt", ("no", "bf16", "fp16") if b.cuda else ("no", "bf16"), 2),
-    )  # fp16 on a CPU: 7-18x slower
+    )
     for task, precisions, epochs in tasks[: 1 if b.quick else 2]:  # quick runs launch no GPT
         epochs = 2 if b.quick else epochs
         runs = {p: [] for p in precisions}
         for _ in range(b.repeats):
             for p in precisions:
-                flag = (
-                    ["--mixed-precision", p] if p != "no" else []
-                )  # "no" is the default: rung 5 is rung 4
+                # "no" is the default: rung 5 is rung 4
+                flag = ["--mixed-precision", p] if p != "no" else []
                 runs[p].append(
                     b.launch(5, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32, *flag])
                 )
@@ -768,16 +765,13 @@ def gpu(b):
     if not b.cuda:
         return {"skipped": "no CUDA device here"}
     batch, eval_batches, epochs = (4, 1, 2) if b.quick else (32, 5, 3)
-    eval_sequences = (
-        batch * eval_batches
-    )  # whole batches only: a last, shorter batch would compile again
-    sequences = (
-        10 * eval_sequences
-    )  # the corpus's last tenth is the eval set; 45 training steps an epoch
+    # whole batches only: a last, shorter batch would compile again
+    eval_sequences = batch * eval_batches
+    # the corpus's last tenth is the eval set; 45 training steps an epoch
+    sequences = 10 * eval_sequences
     text = b"\n\n".join(p.read_bytes() for p in data._default_corpus())
-    corpus = (
-        b.work / "corpus.txt"
-    )  # the project's text repeated: throughput only, the loss means little
+    # the project's text repeated: throughput only, the loss means little
+    corpus = b.work / "corpus.txt"
     corpus.write_bytes((text * (sequences * 1024 // len(text) + 1))[: sequences * 1024 + 1])
     assert round(sequences * data.TEXT_EVAL_FRACTION) == eval_sequences
     common = [
@@ -927,15 +921,14 @@ def main():
                 print(f"bench: {name} FAILED: {e}", file=sys.stderr)
             print(f"bench: {name} done in {time.perf_counter() - start:.0f} s", flush=True)
             result.update(
-                created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 launch_failures=b.failures,
                 sections=sections,
                 seconds=earlier + time.perf_counter() - started,
                 summary=summary(sections),
             )
-            metrics.write_json(
-                path, result
-            )  # after every section: a run cut short keeps what it measured
+            # after every section: a run cut short keeps what it measured
+            metrics.write_json(path, result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     render(out)

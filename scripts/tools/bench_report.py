@@ -5,15 +5,17 @@ JSON files, so that `python scripts/tools/bench.py --render-only` redraws them w
 import json
 
 import plots
-from ladder import ROOT, RUNGS
-from common import metrics
 
+from common import metrics
+from ladder import ROOT, RUNGS
+
+# per_step_costs' rows
 PER_STEP_KINDS = (
     "plain loop",
     "DDP",
     "DDP without buffer broadcast",
     "accelerate",
-)  # per_step_costs' rows
+)
 
 
 def summary(sections):
@@ -25,10 +27,11 @@ def summary(sections):
         rows.append({"measure": measure, "value": value, "goal": goal, "goal_met": met})
 
     s = sections
+    # one command measured in two sections of this run
     for task, name in (
         ("digits", "rungs"),
         ("gpt", "gpt"),
-    ):  # one command measured in two sections of this run
+    ):
         again = s.get("scaling", {}).get(task, {}).get("one_process_samples_per_second")
         first = s.get("overhead", {}).get(name, {}).get(RUNGS[1], {}).get("samples_per_second")
         if first and again:
@@ -192,9 +195,8 @@ def markdown(results, img):
         if result.get("note"):
             parts += [f"*{result['note']}.*", ""]
         parts += [summary_table(result), ""]
-        for f in result.get(
-            "launch_failures", []
-        ):  # run again and measured; kept so a rare crash is seen
+        # run again and measured; kept so a rare crash is seen
+        for f in result.get("launch_failures", []):
             parts += [
                 f"*A launch of {f['launch']} failed once (exit {f['exit_code']}: `{f['why']}`) and was run "
                 f"again; its tail is in bench/results-{result['machine']['device']}.json.*",

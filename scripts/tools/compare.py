@@ -20,10 +20,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+# what DDP / DataParallel and torch.compile put before a saved name
 PREFIXES = (
     "module.",
     "_orig_mod.",
-)  # what DDP / DataParallel and torch.compile put before a saved name
+)
 
 
 def bare_key(key):
@@ -54,7 +55,7 @@ def load_weights(path):
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ValueError(
                 f"{str(path)!r} is not a state_dict that loads with weights_only=True ({first[:160]})"
-            )
+            ) from None
         state = (
             state.get("model", state.get("state_dict", state)) if isinstance(state, dict) else state
         )

@@ -65,9 +65,8 @@ def main():
         m = json.loads((ROOT / out / "metrics.json").read_text())
         weights = load_file(ROOT / out / "model.safetensors")
         reference = reference or weights
-        dp_gpus = (
-            torch.cuda.device_count() if name.startswith("2_") else 1
-        )  # DataParallel: 1 process, N GPUs
+        # DataParallel: 1 process, N GPUs
+        dp_gpus = torch.cuda.device_count() if name.startswith("2_") else 1
         devices = f"{m['device'].split(':')[0]} x{max(m.get('world_size', 1), dp_gpus)}"
         rows.append(
             (

@@ -375,6 +375,7 @@ class Checker(ast.NodeVisitor):
                 self.add(node, "DDL107")
             elif self.uses_accelerate and not self.under_rank_check():
                 self.add(node, "DDL107")
+        # a subgroup's collective is for its members only
         if (
             callee in COLLECTIVES
             and (
@@ -382,7 +383,7 @@ class Checker(ast.NodeVisitor):
             )
             and self.under_rank_check()
             and keyword(node, "group") is None
-        ):  # a subgroup's collective is for its members only
+        ):
             if callee in BARRIERS:
                 self.barriers.append((node, *self.rank_check()))
             else:
@@ -459,7 +460,7 @@ def check_source(source, path="<string>"):
         checker.add(first, "DDL113")
     lines = source.splitlines()
 
-    def suppressed(finding):  # flake8's `# noqa` and `# noqa: DDL103` on the finding's line
+    def suppressed(finding):  # flake8's noqa comment, bare or with codes, on the finding's line
         match = NOQA.search(lines[finding.line - 1]) if finding.line <= len(lines) else None
         return match is not None and (
             not match.group("codes") or finding.code in match.group("codes").upper()

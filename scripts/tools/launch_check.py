@@ -13,6 +13,7 @@ import argparse
 import ladder  # noqa: F401  (puts scripts/ on the path, for common)
 from common import UsageError, cli
 
+# messages
 DISTRIBUTED_TYPES = (
     "NO",
     "MULTI_GPU",
@@ -22,7 +23,7 @@ DISTRIBUTED_TYPES = (
     "XLA",
     "MULTI_XPU",
     "MULTI_NPU",
-)  # messages
+)
 
 
 def gpus():

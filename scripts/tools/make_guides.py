@@ -279,7 +279,7 @@ def readme(titles, counts):
         "| step | the concept | changed code lines (budget) | launch before | launch after |",
         "|---|---|---|---|---|",
     ]
-    for (a, b), (added, removed, _, changed) in counts.items():
+    for (a, b), (_added, _removed, _, changed) in counts.items():
         concept = titles[(a, b)].split(":", 1)[1].strip()
         rows.append(
             f"| [{a} -> {b}](step-{a}-{b}.md) ([side by side](html/step-{a}-{b}.html)) | {concept} | "

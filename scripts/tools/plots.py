@@ -22,9 +22,8 @@ def line_chart(path, series, title, xlabel, ylabel, log_y=False):
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.grid(True, which="major", color="#e5e5e5")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameon=False)
-    fig.subplots_adjust(
-        left=0.08, right=0.70, top=0.91, bottom=0.11
-    )  # the legend sits in the right margin
+    # the legend sits in the right margin
+    fig.subplots_adjust(left=0.08, right=0.70, top=0.91, bottom=0.11)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 

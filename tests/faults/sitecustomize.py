@@ -63,9 +63,8 @@ if os.environ.get("DDP_LADDER_FAULT"):
             )
         except FileExistsError:
             return
-        os.write(
-            fd, repr(time.time()).encode()
-        )  # when the fault struck, for the tests' time bounds
+        # when the fault struck, for the tests' time bounds
+        os.write(fd, repr(time.time()).encode())
         os.close(fd)
         print(f"fault: {_action} at step {_count} on rank {_rank_now()}", flush=True)
         if _action == "kill":

@@ -23,12 +23,13 @@ from common import checkpoint, cli, data, metrics, models  # noqa: E402
 
 def main():
     args = cli.parse(__doc__)
+    # processes and ranks from torchrun's environment
     fabric = Fabric(
         accelerator="cuda" if torch.cuda.is_available() else "cpu",
         strategy="ddp",
         devices=int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
         precision="32-true",
-    )  # processes and ranks from torchrun's environment
+    )
     fabric.launch()
     torch.manual_seed(args.seed)
     train_ds, _, info = data.build(args)
@@ -42,9 +43,8 @@ def main():
     loader = data.loader(
         train_ds, args.batch_size, sampler=sampler, drop_last=True, device=fabric.device
     )
-    loader = fabric.setup_dataloaders(
-        loader, use_distributed_sampler=False
-    )  # the rungs' sampler: the same batches
+    # the rungs' sampler: the same batches
+    loader = fabric.setup_dataloaders(loader, use_distributed_sampler=False)
     model = models.build(info, args.model, args.n_layer, args.n_head, args.n_embd)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     model, optimizer = fabric.setup(model, optimizer)
