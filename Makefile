@@ -22,7 +22,7 @@ CHECK := $(PY) scripts/tools/launch_check.py
 need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock demo test bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
+.PHONY: help install lock demo test test-unit lint bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
 	ddp-spawn-cpu ddp-cpu ddp-amp-cpu accelerate-cpu fsdp-cpu clean
 
 help: ## list the targets
@@ -43,8 +43,23 @@ lock: install ## after changing a pin: rewrite the resolved sets of both require
 demo: install ## the main job: every rung on the default task, one summary table
 	$(PY) scripts/tools/demo.py -- --task $(TASK) $(ARGS)
 
-test: install browser ## run the test suite (offline)
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) -m pytest -q tests $(ARGS)
+OFFLINE_ENV := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1
+
+test: install browser ## the test suite, offline: lint, unit tests, then launch tests (each group's count and time)
+	$(MAKE) --no-print-directory lint
+	@echo "== unit tests (no training process started)"
+	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m "not launch" tests $(ARGS) && \
+	  echo "== unit tests: $$(( $$(date +%s) - start )) s"
+	@echo "== launch tests (real training runs: python, mp.spawn, torchrun, accelerate launch)"
+	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m launch tests $(ARGS) && \
+	  echo "== launch tests: $$(( $$(date +%s) - start )) s"
+
+test-unit: install ## the unit tests alone (about a minute)
+	$(OFFLINE_ENV) $(PY) -m pytest -q -m "not launch" tests $(ARGS)
+
+lint: install ## ruff: formatting (line length 100) and lint rules, configured in pyproject.toml
+	$(VENV)/bin/ruff format --check --quiet scripts tests
+	$(VENV)/bin/ruff check --quiet scripts tests
 
 bench: install ## every rung measured side by side, as ratios (ARGS="--quick": seconds); guides/benchmarks.md
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) scripts/tools/bench.py $(ARGS)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import bench  # noqa: E402
+import pytest
 from PIL import Image
 
 from conftest import OFFLINE, ROOT
@@ -16,6 +17,7 @@ def positive(value):
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.launch
 def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
     proc = subprocess.run(
         [
@@ -142,6 +144,7 @@ def _abort_once(rank, world_size, port, marker, result_path):
         Path(result_path).write_text(json.dumps({"port": port}))
 
 
+@pytest.mark.launch
 def test_a_spawned_section_that_aborts_once_is_run_again_and_the_failure_kept(tmp_path):
     b = bench.Bench.__new__(bench.Bench)
     b.failures = []
@@ -159,6 +162,7 @@ def _always_raise(rank, world_size, port, result_path):
     raise ValueError("worker broke")
 
 
+@pytest.mark.launch
 def test_a_spawned_section_that_fails_twice_fails_with_one_line(tmp_path):
     b = bench.Bench.__new__(bench.Bench)
     b.failures = []

@@ -28,6 +28,7 @@ OPS = (
 
 
 # 2 and 3 ran the same checks (the subgroups need 3 or more)
+@pytest.mark.launch
 @pytest.mark.parametrize("world_size", [4])
 def test_collectives_lab_every_op(world_size):
     proc = run_script("labs/collectives.py", launcher=[*TORCHRUN, f"--nproc_per_node={world_size}"])
@@ -57,6 +58,7 @@ def launch(script, out, data_dir, *flags, launcher=None):
     )
 
 
+@pytest.mark.launch
 def test_gpt_task_trains_unchanged_in_every_kind_of_rung(tmp_path, data_dir):
     """--task gpt (byte-level, the project's own README and guides as the corpus): rung 1, torchrun DDP with bf16
     and accelerate all train it with no change to the rungs; accelerate (fp32) ends on rung 1's weights, bf16
@@ -115,6 +117,7 @@ def test_gpt_model_is_causal_and_sized_by_flags():
         models.build(Info("cancer", "tabular", (30,), 2), "gpt")
 
 
+@pytest.mark.launch
 def test_ddp_over_a_model_split_across_two_devices(tmp_path, data_dir):
     flags = ["--task", "cancer", "--epochs", 2]
     w1, _ = launch("1_single_gpu.py", tmp_path / "1", data_dir, *flags, "--batch-size", 32)

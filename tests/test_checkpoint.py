@@ -136,6 +136,7 @@ def test_write_error_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypat
     assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
 
 
+@pytest.mark.launch
 def test_process_killed_between_writing_and_renaming(tmp_path):
     """A real SIGKILL at the commit point (not an exception): the next --resume auto takes the previous one."""
     script = f"""

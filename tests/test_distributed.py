@@ -50,6 +50,7 @@ ACCUMULATE = [
 ]  # 2 processes x 8 x 2 micro-batches = 32
 
 
+@pytest.mark.launch
 def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, reference):
     """Same seed, same global batch: every fp32 rung ends on rung 1's weights. Rungs 5 (torchrun, no_sync) and 6
     (accelerate, accumulate()) train with gradient accumulation: 2 processes x 8 x 2 micro-batches = rung 1's 32."""
@@ -80,6 +81,7 @@ def test_parity_every_fp32_rung_ends_on_rung1_weights(tmp_path, data_dir, refere
     assert all(d <= FP32_TOLERANCE for d in report.values()), report
 
 
+@pytest.mark.launch
 def test_default_cnn_keeps_parity_and_batchnorm_drifts(tmp_path, data_dir):
     """The default CNN (GroupNorm: each sample normalised on its own) ends on rung 1's weights under DDP.
     --model cnn-bn (BatchNorm) does not: 2 processes normalise over 16 samples each, rung 1 over 32. --sync-bn
@@ -124,6 +126,7 @@ def test_default_cnn_keeps_parity_and_batchnorm_drifts(tmp_path, data_dir):
         )
 
 
+@pytest.mark.launch
 def test_amp_bf16_within_stated_tolerance(tmp_path, data_dir):
     flags = ["--task", "cancer", "--epochs", "3"]
     ref, ref_m = launch(1, tmp_path / "1", data_dir, *flags)
@@ -139,6 +142,7 @@ def test_amp_bf16_within_stated_tolerance(tmp_path, data_dir):
     assert measured["weights"] > 0  # bf16 really ran: it is not bitwise fp32
 
 
+@pytest.mark.launch
 def test_checkpoints_cross_rungs_and_world_sizes(tmp_path, data_dir):
     """A rung-1 checkpoint taken mid-epoch resumes in rung 6 at world size 2 (accelerate's prepared loader, whose
     processes take whole batches in turn) and ends where the uninterrupted run ends. (A world-size-2 checkpoint
@@ -151,6 +155,7 @@ def test_checkpoints_cross_rungs_and_world_sizes(tmp_path, data_dir):
     assert m["steps"] == 42 and max_abs_diff(resumed, straight) <= FP32_TOLERANCE
 
 
+@pytest.mark.launch
 def test_rung6_refuses_a_launch_that_did_not_give_it_its_processes(tmp_path, data_dir):
     text = (ROOT / "accelerate_configs" / "cpu_2proc.yaml").read_text()
     bad = tmp_path / "multi_cpu.yaml"
@@ -171,6 +176,7 @@ def test_rung6_refuses_a_launch_that_did_not_give_it_its_processes(tmp_path, dat
     assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
+@pytest.mark.launch
 def test_rung6_runs_as_one_plain_process_and_refuses_mixed_precision_flag(tmp_path, data_dir):
     """`python scripts/6_accelerate.py` (and 1gpu.yaml) is accelerate with one process and no process group:
     it trains rung 1's model. Mixed precision belongs to accelerate's config there, so the flag is refused."""
@@ -195,6 +201,7 @@ def test_rung6_runs_as_one_plain_process_and_refuses_mixed_precision_flag(tmp_pa
     )
 
 
+@pytest.mark.launch
 def test_rung4_outside_torchrun_says_how_to_launch(tmp_path, data_dir):
     proc = run_script(
         "4_ddp_torchrun.py", "--data-dir", data_dir, "--output-dir", tmp_path, check=False
@@ -257,6 +264,7 @@ def test_every_accelerate_config_loads_and_every_key_is_commented():
     assert "accelerate env" in (ROOT / "accelerate_configs" / "README.md").read_text()
 
 
+@pytest.mark.launch
 def test_nproc_reaches_every_distributed_target():
     """NPROC on the command line sets the process count of every distributed target, accelerate's included
     (their configs' count otherwise)."""
@@ -278,6 +286,7 @@ def test_nproc_reaches_every_distributed_target():
     assert "--num_processes" not in out  # the config's own count
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize(
     "target,expected",
     [
@@ -304,6 +313,7 @@ def test_make_targets_print_the_documented_commands(target, expected):
     assert expected in " ".join(out.replace("\\\n", " ").split()), out
 
 
+@pytest.mark.launch
 @pytest.mark.skipif(
     torch.cuda.device_count() >= 2, reason="this machine has the GPUs the target needs"
 )

@@ -165,6 +165,7 @@ def main():
 """
 
 
+@pytest.mark.launch
 def test_a_third_party_script_gets_a_finding_at_each_planted_mistake(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(PLANTED)
@@ -183,6 +184,7 @@ def test_a_third_party_script_gets_a_finding_at_each_planted_mistake(tmp_path):
         assert line.startswith(f"{script}:") and "guides/your-script.md#" in line
 
 
+@pytest.mark.launch
 def test_the_project_is_clean_and_bad_input_is_one_line(tmp_path):
     files = sorted(str(p) for p in (ROOT / "scripts").glob("[0-9]_*.py"))
     files += sorted(str(p) for p in (ROOT / "guides" / "examples").glob("*.py"))

@@ -15,6 +15,7 @@ from common import checkpoint, schedule
 from conftest import SCRIPTS, accelerate, max_abs_diff, run_script, save_checkpoint
 
 
+@pytest.mark.launch
 def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_every_step(
     tmp_path, data_dir
 ):
@@ -111,6 +112,7 @@ def test_fp16_scaler_state_survives_a_resume(tmp_path):
     )
 
 
+@pytest.mark.launch
 def test_accelerate_prepared_scheduler_steps_once_per_process(tmp_path):
     """What AcceleratedScheduler does, shown by scripts/labs/accelerate_scheduler.py on 2 processes: a scheduler
     passed through prepare() steps num_processes times per optimizer step (so a schedule built over optimizer steps
@@ -127,6 +129,7 @@ def test_accelerate_prepared_scheduler_steps_once_per_process(tmp_path):
     assert prepared[:3] == plain[0:6:2][:3]
 
 
+@pytest.mark.launch
 def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
     """@record on main: a worker that raises puts its exception and traceback in torchrun's failure summary
     (instead of error_file: <N/A>); bad input there is the worker's one error line, not a traceback."""
@@ -150,17 +153,3 @@ def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
         and "<N/A>" not in summary.split("Root Cause")[1]
     )
     assert 'File "' in summary  # the worker's traceback, a real crash's
-
-
-def test_rung6_process_caches_accelerates_per_step_package_lookup():
-    """AcceleratedOptimizer.step() asks importlib twice per step whether lomo_optim is installed (88 us a step,
-    measured); rung 6's process preparation caches the answer, which changes nothing else."""
-    import accelerate.optimizer
-
-    from common import cli
-
-    cli.cache_accelerate_lookups()
-    cli.cache_accelerate_lookups()  # twice: still one cache, not a cache of a cache
-    lookup = accelerate.optimizer.is_lomo_available
-    assert lookup.cache_info() and not hasattr(lookup.__wrapped__, "cache_info")
-    assert not lookup()  # not installed here, as before

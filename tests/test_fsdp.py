@@ -13,6 +13,7 @@ from conftest import OFFLINE, ROOT, SCRIPTS, max_abs_diff
 SEED = ["--seed", "7"]
 
 
+@pytest.mark.launch
 def test_fsdp_ends_on_rung1_weights_with_half_the_memory_and_its_checkpoints_move_both_ways(
     tmp_path, data_dir
 ):
@@ -61,6 +62,7 @@ def test_fsdp_ends_on_rung1_weights_with_half_the_memory_and_its_checkpoints_mov
     assert m["steps"] == 28 and max_abs_diff(resumed, ref) <= FP32_TOLERANCE
 
 
+@pytest.mark.launch
 def test_fsdp_trains_the_gpt_to_rung1_weights(tmp_path, data_dir):
     """Transformer blocks as FSDP units, the tied embedding / output head with the root."""
     flags = ["--task", "gpt", "--max-steps", "6", *SEED]
@@ -71,6 +73,7 @@ def test_fsdp_trains_the_gpt_to_rung1_weights(tmp_path, data_dir):
     )
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize("script", ["6_accelerate.py"])
 def test_rung6_refuses_an_fsdp_launch_in_one_line(tmp_path, data_dir, script):
     """accelerate launch with an FSDP config sets ACCELERATE_USE_FSDP; rung 6 would save from the main process

@@ -39,6 +39,7 @@ def sh_blocks(path):
     return re.findall(r"^```sh\n(.*?)^```", path.read_text(), re.S | re.M)
 
 
+@pytest.mark.launch
 def test_generated_guides_are_current():
     proc = subprocess.run(
         [sys.executable, ROOT / "scripts" / "tools" / "make_guides.py", "--check"],
@@ -179,6 +180,7 @@ def test_the_step_guides_show_the_real_diff():
                 assert f"\n{tag}{text}\n" in guide, (a, b, tag, text)
 
 
+@pytest.mark.launch
 def test_side_by_side_page_renders_in_chromium(tmp_path):
     """A real headless browser renders step 2->3: two columns, removed lines highlighted on the left, added on
     the right, and one explanation row per hunk."""
@@ -255,6 +257,7 @@ def sandbox(tmp_path_factory, data_dir):
     return root, env
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize("guide", GUIDE_ORDER)
 def test_every_sh_command_in_the_guides_runs(sandbox, guide):
     root, env = sandbox
@@ -313,6 +316,7 @@ def test_sh_blocks_only_where_they_run_here():
             assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize(
     "script,expected",
     [

@@ -128,6 +128,7 @@ def test_the_cache_sees_an_image_added_inside_a_class_folder(tmp_path, data_dir)
     assert len(train) + len(eval_) == before + 1
 
 
+@pytest.mark.launch
 def test_one_run_per_output_dir_and_the_os_frees_a_dead_runs_lock(tmp_path):
     """The lock is the OS's (flock through filelock): a second taker is refused in one line naming the
     holder, a holder killed with SIGKILL leaves nothing to take over, and a lock file with any content (a bare
@@ -177,6 +178,7 @@ def test_a_resumed_run_keeps_its_own_lr_and_says_so(tmp_path):
     assert "this run's flags kept: lr 0.01 (the checkpoint had 0.05)" in logs[0]
 
 
+@pytest.mark.launch
 def test_a_diverging_loss_stops_in_one_line_before_its_checkpoint(tmp_path, data_dir):
     from conftest import run_script
 

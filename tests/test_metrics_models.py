@@ -22,6 +22,7 @@ def test_accuracy_from_the_shipped_module():
     assert r == {"eval_accuracy": 2 / 3, "eval_loss": 1.0, "eval_samples": 3}
 
 
+@pytest.mark.launch
 def test_metric_loads_offline_and_combines(tmp_path):
     """In a fresh process with every HF offline switch on and no network: the shipped module still loads."""
     code = (

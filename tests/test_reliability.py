@@ -104,6 +104,7 @@ def metrics_of(out):
     return json.loads((Path(out) / "metrics.json").read_text())
 
 
+@pytest.mark.launch
 def test_a_killed_rank_restarts_and_ends_on_the_same_weights(tmp_path, data_dir, reference):
     """SIGKILL rank 1 mid-epoch 2 under torchrun --max-restarts=1: all workers restart, resume from the epoch-1
     checkpoint and end bitwise where the uninterrupted run ends. Five times, because restarts over gloo used to
@@ -129,6 +130,7 @@ def test_a_killed_rank_restarts_and_ends_on_the_same_weights(tmp_path, data_dir,
         assert max_abs_diff(weights(out), reference[1]) <= EXACT
 
 
+@pytest.mark.launch
 def test_rung6_killed_rank_restarts_under_accelerate_launch(tmp_path, data_dir, reference):
     """With PET_STANDALONE=1, as the Makefile launches it: accelerate 1.15 runs one machine with torchrun's static
     rendezvous, whose store the workers always share whatever TORCH_DISABLE_SHARE_RDZV_TCP_STORE says (a restart
@@ -149,6 +151,7 @@ def test_rung6_killed_rank_restarts_under_accelerate_launch(tmp_path, data_dir, 
     assert max_abs_diff(weights(tmp_path / "out"), reference[1]) <= EXACT
 
 
+@pytest.mark.launch
 def test_shared_rendezvous_store_with_restarts_is_warned_about(tmp_path, data_dir):
     stdout, _ = run(
         4,
@@ -182,6 +185,7 @@ DELIVERY = {
 # Rung 2 on a CPU is rung 1; rungs 4-5 share the loop and launcher (test_ctrl_c_... sends torchrun's workers
 # SIGINT to the whole job, the same handler and agreement); rung 1: test_ctrl_c_...[group-sigterm-...].
 # rung 6: Ctrl-C under accelerate launch, below (every process signalled)
+@pytest.mark.launch
 @pytest.mark.parametrize("rung", [3])
 def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, reference, rung):
     out, marker = tmp_path / "out", tmp_path / "marker"
@@ -213,6 +217,7 @@ def test_sigterm_checkpoints_exits_and_resumes_exactly(tmp_path, data_dir, refer
     assert max_abs_diff(weights(out), reference[1]) <= EXACT
 
 
+@pytest.mark.launch
 def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refuses(
     tmp_path, data_dir
 ):
@@ -256,6 +261,7 @@ def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refus
     assert "not a whole number of this run's global batch of 24" in one_error_line(stderr)
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize(
     "rung,fault,flags,signame,code",
     [
@@ -335,6 +341,7 @@ def tiny_filesystem(size):
     ]
 
 
+@pytest.mark.launch
 def test_a_really_full_disk_is_one_line_and_leaves_no_debris(tmp_path, data_dir):
     """--output-dir on a 48 KB tmpfs: the first checkpoint (about 52 KB for the cancer MLP) does not fit. The run
     stops with one error line; no .tmp-* directory or file is left behind. The same for a full --data-dir."""
@@ -389,6 +396,7 @@ def test_a_really_full_disk_is_one_line_and_leaves_no_debris(tmp_path, data_dir)
     ), proc.stderr
 
 
+@pytest.mark.launch
 def test_a_hung_rank_becomes_an_error_within_the_timeout(tmp_path, data_dir):
     """Rank 1 stops joining collectives at step 5; rank 0 must fail within --dist-timeout with a line that names
     the likely cause, not wait forever."""
@@ -443,6 +451,7 @@ def one_error_line(stderr):
     return errors[0]
 
 
+@pytest.mark.launch
 def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monkeypatch):
     flags = ["--data-dir", data_dir, "--output-dir", tmp_path / "out", "--task", "cancer"]
     with listening_socket() as s:  # rung 3's rendezvous port is taken
@@ -503,14 +512,15 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
     )
     assert not (tmp_path / "out" / "checkpoints").exists()
     # more processes than GPUs: rung 3's flags are checked before it spawns anything
-    from common import cli
+    from common import flags
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(sys, "argv", ["3_ddp_spawn.py"])
     with pytest.raises(UsageError, match="--nproc 2 but 1 GPU"):
-        cli.parse(argv=["--nproc", "2"])
+        flags.parse(argv=["--nproc", "2"], uses=("nproc",))
 
 
+@pytest.mark.launch
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a GPU")
 def test_gpu_config_on_a_machine_without_gpus(tmp_path):
     """A GPU config on a machine without GPUs stops before launching. (accelerate launch itself does not pass
@@ -539,6 +549,7 @@ def test_gpu_config_on_a_machine_without_gpus(tmp_path):
         assert proc.returncode != 0 and says in line, proc.stderr
 
 
+@pytest.mark.launch
 def test_launch_check_configs_and_ports(tmp_path):
     from launch_check import check_config, check_port
 
@@ -570,6 +581,7 @@ def test_launch_check_configs_and_ports(tmp_path):
     assert proc.returncode != 0 and "MULTI_CPU" in one_error_line(proc.stderr)
 
 
+@pytest.mark.launch
 def test_dataset_on_one_node_only_fails_before_training(tmp_path, data_dir):
     """Two torchrun "nodes" on this machine, each in its own directory: the relative --dataset path exists on
     node 0 only. Node 1 says so in one line; node 0 reports the lost rank instead of a traceback."""
@@ -640,6 +652,7 @@ def odd_reference(tmp_path_factory, data_dir):
 
 
 # the two eval implementations: all_gather_object (3-5), accelerate's
+@pytest.mark.launch
 @pytest.mark.parametrize("rung", [3, 6])
 def test_eval_at_awkward_sizes_matches_one_process(tmp_path, data_dir, odd_reference, rung):
     """3 processes x batch 4 over 37 eval samples (shards of 13/12/12, last batches ragged): the same samples,

@@ -3,6 +3,8 @@
 import re
 import subprocess
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -35,6 +37,7 @@ def test_ci_runs_the_readme_test_command():
     assert re.search(r"^make test$", ci, re.M)
 
 
+@pytest.mark.launch
 def test_make_help_lists_every_target_with_a_line():
     out = subprocess.run(
         ["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True
@@ -46,10 +49,10 @@ def test_make_help_lists_every_target_with_a_line():
 
 
 def test_rungs_share_one_cli():
-    """Every rung parses its flags with common.cli (through cli.run) and never adds its own."""
+    """Every rung parses its flags with common/flags.py (through errors.run) and never adds its own."""
     for rung in sorted((ROOT / "scripts").glob("[0-9]_*.py")):
         text = rung.read_text()
-        assert "cli.run(main, __doc__)" in text or "cli.run(spawn, __doc__)" in text, rung.name
+        assert re.search(r"errors\.run\((main|spawn), __doc__(, uses=\(.*\))?\)", text), rung.name
         assert "add_argument(" not in text and "argparse" not in text, rung.name
 
 
@@ -79,6 +82,7 @@ def _imports(paths):
     return found
 
 
+@pytest.mark.launch
 def test_requirements_pin_every_import_and_lock_the_virtualenv():
     """Runtime and test requirements are split; every package a script imports directly is a pin of its own in
     requirements.txt (with torch.utils.tensorboard's tensorboard), every test-only import one in

@@ -33,6 +33,7 @@ def default_runs(tmp_path_factory, data_dir):
     return outs
 
 
+@pytest.mark.launch
 def test_rung1_default_run_is_accurate_and_complete(default_runs):
     out = default_runs["1_single_gpu.py"]
     m = json.loads((out / "metrics.json").read_text())
@@ -44,6 +45,7 @@ def test_rung1_default_run_is_accurate_and_complete(default_runs):
     assert m["eval_samples"] == 360 and m["samples_per_second"] > 0
 
 
+@pytest.mark.launch
 def test_rungs_1_and_2_end_on_bitwise_equal_weights(default_runs):
     a, b = (weights(default_runs[s]) for s in ("1_single_gpu.py", "2_data_parallel.py"))
     assert max_abs_diff(a, b) == 0.0
@@ -56,6 +58,7 @@ def test_rungs_1_and_2_end_on_bitwise_equal_weights(default_runs):
     )
 
 
+@pytest.mark.launch
 def test_rung2_says_it_runs_as_rung1_without_gpus(tmp_path, data_dir):
     proc = run_script(
         "2_data_parallel.py",
@@ -72,6 +75,7 @@ def test_rung2_says_it_runs_as_rung1_without_gpus(tmp_path, data_dir):
         assert "nothing to split" in proc.stdout
 
 
+@pytest.mark.launch
 @pytest.mark.parametrize(
     "flags,needle",
     [
@@ -93,6 +97,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, data_dir, flags, needle):
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], proc.stderr
 
 
+@pytest.mark.launch
 def test_checkpoint_of_another_model_is_refused_and_nothing_overwritten(tmp_path, data_dir):
     run_script(
         "1_single_gpu.py",

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
@@ -17,6 +18,7 @@ def compare(*args):
     return subprocess.run([*COMPARE, *map(str, args)], capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.launch
 def test_compare_reads_safetensors_and_torch_files_and_strips_wrapper_prefixes(tmp_path):
     """Your own script's torch.save(model.state_dict()) of a DDP-wrapped (and compiled) model compares with a
     bare model's safetensors file; a different model, a differing weight and a file that would run code are not
@@ -61,6 +63,7 @@ def test_compare_reads_safetensors_and_torch_files_and_strips_wrapper_prefixes(t
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
+@pytest.mark.launch
 def test_ladder_commands_are_the_documented_launches():
     """One place builds the command of every rung; the tests, the demo and the benchmark all use it."""
     assert ladder.command(1)[-1].endswith("scripts/1_single_gpu.py")

@@ -29,14 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 TEXT_EVAL_FRACTION = 0.1  # the last tenth of the corpus: held-out text, not shuffled-in neighbours
 
 
-def _default_corpus():
+def default_corpus():
     """The text that ships with the project: its README and its guides, in a fixed order."""
     return [ROOT / "README.md", *sorted((ROOT / "guides").glob("*.md"))]
 
 
 def spec(args):
     if args.dataset is None and args.task == "gpt":
-        files = [Path(args.text_file).expanduser()] if args.text_file else _default_corpus()
+        files = [Path(args.text_file).expanduser()] if args.text_file else default_corpus()
         missing = [str(p) for p in files if not p.is_file()]
         if missing:
             raise UsageError(

@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for common
-from common import UsageError, checkpoint, cli, data, metrics, models
+from common import UsageError, checkpoint, data, errors, lock, metrics, models
 
 
 class TwoDeviceMLP(nn.Module):
@@ -64,7 +64,7 @@ def main(args):
     is_main = rank == 0
     torch.manual_seed(args.seed)  # the same initial weights as the rungs
     if is_main:
-        cli.check_writable(args.output_dir)
+        lock.check_writable(args.output_dir)
 
     if not is_main:
         dist.barrier()
@@ -133,4 +133,4 @@ def main(args):
 
 
 if __name__ == "__main__":
-    cli.run(main, __doc__)
+    errors.run(main, __doc__, uses=("dist_timeout",))

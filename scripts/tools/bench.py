@@ -39,7 +39,7 @@ from bench_report import (
     summary_table,
 )
 
-from common import UsageError, checkpoint, cli, data, metrics, models
+from common import UsageError, checkpoint, data, flags, metrics, models, process, tasks
 from ladder import ROOT, RUNGS, command, environment, max_abs_diff
 
 SCHEMA = 1
@@ -155,7 +155,7 @@ class Bench:
         for attempt in (1, 2):
             Path(result).unlink(missing_ok=True)
             try:
-                mp.spawn(worker, args=(2, cli.free_port(), *args, str(result)), nprocs=2)
+                mp.spawn(worker, args=(2, process.free_port(), *args, str(result)), nprocs=2)
                 return json.loads(Path(result).read_text())
             except (ProcessException, OSError, ValueError) as e:
                 why = str(e).strip().splitlines()[-1][:400] if str(e).strip() else type(e).__name__
@@ -289,7 +289,7 @@ def per_step_costs(b):
     from accelerate import Accelerator
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    args = cli.parse(argv=["--task", "digits", "--data-dir", b.data_dir])
+    args = flags.parse(argv=["--task", "digits", "--data-dir", b.data_dir])
     train_ds, _, info = data.build(args)
     batches = [
         (x["inputs"].to(b.device), x["labels"].to(b.device))
@@ -303,7 +303,6 @@ def per_step_costs(b):
     )
     # no launcher: one process, and accelerate does not wrap in DDP
     accelerator = Accelerator(cpu=not b.cuda)
-    cli.cache_accelerate_lookups()  # as rung 6 runs it (common/cli.prepare_process)
 
     def variant(kind):
         torch.manual_seed(0)
@@ -345,7 +344,7 @@ def input_pipeline(b):
     """The datasets-backed loader the rungs use vs the same batches already on the device, in rung 1's loop."""
     out = {"goal": 1.05}
     for task, per_pass in (("digits", 44), ("gpt", 50 if b.cuda else 12)):
-        args = cli.parse(argv=["--task", task, "--data-dir", b.data_dir])
+        args = flags.parse(argv=["--task", task, "--data-dir", b.data_dir])
         train_ds, _, info = data.build(args)
         torch.manual_seed(0)
         model = models.build(info).to(b.device)
@@ -458,7 +457,7 @@ def _accumulation_worker(rank, world_size, port, task, data_dir, accum, repeats,
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
     )
-    args = cli.parse(argv=["--task", task, "--data-dir", data_dir])
+    args = flags.parse(argv=["--task", task, "--data-dir", data_dir])
     train_ds, _, info = data.build(args)
     sampler = torch.utils.data.DistributedSampler(train_ds, seed=0, drop_last=True)
     batch = next(iter(data.loader(train_ds, 16 * accum, sampler=sampler, drop_last=True)))
@@ -610,7 +609,7 @@ def scaling(b):
             one.append(b.launch(1, 1, ["--task", task, "--epochs", epochs, "--batch-size", 32]))
             two.append(b.launch(4, 2, ["--task", task, "--epochs", epochs, "--batch-size", 16]))
             fsdp.append(b.launch(7, 2, ["--task", task, "--epochs", epochs, "--batch-size", 16]))
-        info = data.build(cli.parse(argv=["--task", task, "--data-dir", b.data_dir]))[2]
+        info = data.build(flags.parse(argv=["--task", task, "--data-dir", b.data_dir]))[2]
         grads = sum(p.numel() for p in models.build(info).parameters())
         sizes[task] = grads
         out[task] = {
@@ -684,7 +683,7 @@ def checkpoints(b):
     state; and its share of an epoch's training time."""
     out = {"goal_share": 0.05}
     for task in ("digits", "gpt"):
-        args = cli.parse(argv=["--task", task, "--data-dir", b.data_dir])
+        args = flags.parse(argv=["--task", task, "--data-dir", b.data_dir])
         train_ds, _, info = data.build(args)
         torch.manual_seed(0)
         model = models.build(info).to(b.device)
@@ -706,7 +705,8 @@ def checkpoints(b):
         counter = itertools.count(1)
 
         def ours():
-            checkpoint.save(directory, model, optimizer, next(counter), 0, 0, keep=2)
+            flags_ = argparse.Namespace(output_dir=directory, keep=2)  # what a rung passes
+            checkpoint.save(flags_, model, optimizer, None, next(counter), 0, 0)
 
         def plain():
             torch.save(
@@ -727,7 +727,7 @@ def checkpoints(b):
         newest = checkpoint.list_checkpoints(directory)[-1]
 
         def load_ours():
-            checkpoint.load(newest, model, optimizer, b.device)
+            checkpoint.load(newest, model, optimizer)
 
         def load_plain():
             state = torch.load(pickle_path, map_location=b.device, weights_only=True)
@@ -769,11 +769,11 @@ def gpu(b):
     eval_sequences = batch * eval_batches
     # the corpus's last tenth is the eval set; 45 training steps an epoch
     sequences = 10 * eval_sequences
-    text = b"\n\n".join(p.read_bytes() for p in data._default_corpus())
+    text = b"\n\n".join(p.read_bytes() for p in tasks.default_corpus())
     # the project's text repeated: throughput only, the loss means little
     corpus = b.work / "corpus.txt"
     corpus.write_bytes((text * (sequences * 1024 // len(text) + 1))[: sequences * 1024 + 1])
-    assert round(sequences * data.TEXT_EVAL_FRACTION) == eval_sequences
+    assert round(sequences * tasks.TEXT_EVAL_FRACTION) == eval_sequences
     common = [
         "--task",
         "gpt",

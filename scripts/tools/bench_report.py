@@ -6,6 +6,7 @@ import json
 
 import plots
 
+import ladder  # noqa: F401  (first: puts scripts/ on the path, for common)
 from common import metrics
 from ladder import ROOT, RUNGS
 

@@ -65,9 +65,9 @@ def command(rung, nproc=1, launcher_flags=(), config=None, port=None):
             script,
         ]
     if port is None:
-        from common import cli
+        from common import process
 
-        port = cli.free_port()
+        port = process.free_port()
     config = config or default_config()
     return [
         str(bin_dir / "accelerate"),

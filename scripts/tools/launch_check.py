@@ -11,7 +11,7 @@ Exit code 0 and no output when the launch can go ahead; `error: ...` and exit co
 import argparse
 
 import ladder  # noqa: F401  (puts scripts/ on the path, for common)
-from common import UsageError, cli
+from common import UsageError, errors, process
 
 # messages
 DISTRIBUTED_TYPES = (
@@ -108,7 +108,7 @@ def check_config(path, cpu_target):
 
 
 def check_port(port):
-    cli.free_port(port, "pass another port, or stop what holds it")
+    process.free_port(port, "pass another port, or stop what holds it")
 
 
 def main():
@@ -131,7 +131,7 @@ def main():
         if args.port:
             check_port(args.port)
     except UsageError as e:
-        cli.fail(e)
+        errors.fail(e)
 
 
 if __name__ == "__main__":

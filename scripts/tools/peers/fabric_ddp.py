@@ -18,11 +18,11 @@ import torch.nn.functional as F
 from lightning_fabric import Fabric
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from common import checkpoint, cli, data, metrics, models  # noqa: E402
+from common import checkpoint, data, flags, metrics, models  # noqa: E402
 
 
 def main():
-    args = cli.parse(__doc__)
+    args = flags.parse(__doc__)
     # processes and ranks from torchrun's environment
     fabric = Fabric(
         accelerator="cuda" if torch.cuda.is_available() else "cpu",

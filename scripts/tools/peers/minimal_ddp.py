@@ -18,11 +18,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from common import checkpoint, cli, data, metrics, models  # noqa: E402
+from common import checkpoint, data, flags, metrics, models  # noqa: E402
 
 
 def main():
-    args = cli.parse(__doc__)
+    args = flags.parse(__doc__)
     dist.init_process_group()  # nccl for CUDA, gloo for CPU tensors
     rank, world_size = dist.get_rank(), dist.get_world_size()
     device = torch.device(
