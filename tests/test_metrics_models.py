@@ -5,7 +5,7 @@ import sys
 import pytest
 import torch
 
-from common import UsageError, metrics, models
+from common import UsageError, flags, metrics, models
 from common.data import Info
 from conftest import ROOT
 
@@ -70,5 +70,5 @@ def test_models_shapes_and_no_dropout():
     bn = models.build(Info("d", "image", (1, 8, 8), 10), "cnn-bn")
     assert any(isinstance(x, torch.nn.BatchNorm2d) for x in bn.modules())
     with pytest.raises(UsageError, match="--model mlp has none"):
-        models.build(Info("d", "image", (1, 8, 8), 10), "mlp", sync_bn=True)
+        flags.parse(argv=["--sync-bn", "--model", "mlp"], uses=("sync_bn",))
     assert not any(isinstance(x, torch.nn.modules.batchnorm._BatchNorm) for x in mlp.modules())
