@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from common import checkpoint, data, errors, metrics, models, preemption, schedule
+from common import checkpoint, data, errors, metrics, models, preemption, progress, schedule
 
 
 def main(args):
@@ -47,8 +47,10 @@ def main(args):
     raw_model = model.module  # the model inside: its state_dict() has no "module." prefix
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
-    epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
-    recorder = metrics.Recorder(args, info, batch_size)  # samples/s, memory, history, --report-to
+    start_epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
+    recorder = progress.Recorder(
+        args, info, batch_size, step, done
+    )  # progress, samples/s, tracking
     print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
     def evaluate():  # accuracy and mean loss over the eval set, every sample counted exactly once
@@ -67,9 +69,9 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------
     preempted = preemption.Preemption()  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
-    while epoch < args.epochs and step < args.max_steps and not preempted.stopped:
+    for epoch in range(start_epoch, args.epochs):
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        for micro, batch in enumerate(recorder.progress(train_loader, epoch, done), 1):
+        for micro, batch in enumerate(recorder.progress(train_loader, epoch), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
             loss = F.cross_entropy(model(inputs), targets)
@@ -81,19 +83,17 @@ def main(args):
             scheduler.step()  # the learning rate of the next step
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            done += 1  # optimizer steps taken in this epoch
             recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         train_loss = recorder.epoch(step, loss_sum)  # the mean; stops on NaN or inf
-        if done == len(train_loader) // accum:  # a whole epoch: the next starts at its first batch
-            epoch += 1
-            done = 0
-        checkpoint.save(args, raw_model, optimizer, scheduler, step, epoch, done * batch_size)
+        checkpoint.save(args, raw_model, optimizer, scheduler, step, *recorder.position)
         print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
+        preempted.exit_if_stopped(step)  # SIGTERM or Ctrl-C: the checkpoint is written, exit now
+        if step >= args.max_steps:
+            break
 
     # -- save --------------------------------------------------------------------------------------
-    preempted.exit_if_stopped(step)  # on a signal, exit before eval: the checkpoint is written
     results = evaluate()
     checkpoint.save_model(Path(args.output_dir) / "model.safetensors", raw_model)
     metrics.write_json(
@@ -104,9 +104,7 @@ def main(args):
             "task": info.name,
             "model": models.name(model),
             "device": str(device),
-            "epochs": epoch,
             "steps": step,
-            "train_loss": train_loss,
             **recorder.summary(model, optimizer, device),
         },
     )

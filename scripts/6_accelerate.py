@@ -21,7 +21,7 @@ from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, InitProcessGroupKwargs
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from common import checkpoint, data, errors, metrics, models, preemption, schedule
+from common import checkpoint, data, errors, metrics, models, preemption, progress, schedule
 
 
 @record  # torchrun's failure summary then shows this worker's error, not "error_file: <N/A>"
@@ -69,10 +69,12 @@ def main(args):
         args.resume = "auto"  # every worker continues from the newest checkpoint
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
-    epoch, step, done = checkpoint.resume(
+    start_epoch, step, done = checkpoint.resume(
         args, raw_model, optimizer, scheduler, train_loader, scaler
     )
-    recorder = metrics.Recorder(args, info, batch_size)  # samples/s, memory, history, --report-to
+    recorder = progress.Recorder(
+        args, info, batch_size, step, done
+    )  # progress, samples/s, tracking
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
@@ -92,9 +94,9 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------
     preempted = preemption.Preemption()  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
-    while epoch < args.epochs and step < args.max_steps and not preempted.stopped:
+    for epoch in range(start_epoch, args.epochs):
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        for micro, batch in enumerate(recorder.progress(train_loader, epoch, done), 1):
+        for micro, batch in enumerate(recorder.progress(train_loader, epoch), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
             with accelerator.accumulate(model):  # no_sync() but on a step's last micro-batch
@@ -107,24 +109,20 @@ def main(args):
             if not accelerator.sync_gradients:
                 continue  # more micro-batches before this optimizer step
             step += 1
-            done += 1  # optimizer steps taken in this epoch
             recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         loss_sum = accelerator.reduce(loss_sum, "sum")  # the global batch's, not this rank's share
         train_loss = recorder.epoch(step, loss_sum / world_size)  # the mean; stops on NaN or inf
-        if done == len(train_loader) // accum:  # a whole epoch: the next starts at its first batch
-            epoch += 1
-            done = 0
         if is_main:
-            checkpoint.save(
-                args, raw_model, optimizer, scheduler, step, epoch, done * batch_size, scaler
-            )
+            checkpoint.save(args, raw_model, optimizer, scheduler, step, *recorder.position, scaler)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         accelerator.wait_for_everyone()  # no rank runs ahead before the checkpoint is on disk
+        preempted.exit_if_stopped(step)  # SIGTERM or Ctrl-C: the checkpoint is written, exit now
+        if step >= args.max_steps:
+            break
 
     # -- save --------------------------------------------------------------------------------------
-    preempted.exit_if_stopped(step)  # on a signal, exit before eval: the checkpoint is written
     results = evaluate()
     accelerator.end_training()  # the last collective: from here on, rank 0 alone reports
     if not is_main:
@@ -138,9 +136,7 @@ def main(args):
             "task": info.name,
             "model": models.name(model),
             "device": str(device),
-            "epochs": epoch,
             "steps": step,
-            "train_loss": train_loss,
             **recorder.summary(model, optimizer, device),
         },
     )

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from common import checkpoint, data, errors, metrics, models, preemption, schedule
+from common import checkpoint, data, errors, metrics, models, preemption, progress, schedule
 
 
 @record  # torchrun's failure summary then shows this worker's error, not "error_file: <N/A>"
@@ -66,8 +66,10 @@ def main(args):
         args.resume = "auto"  # every worker continues from the newest checkpoint
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
-    epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
-    recorder = metrics.Recorder(args, info, batch_size)  # samples/s, memory, history, --report-to
+    start_epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
+    recorder = progress.Recorder(
+        args, info, batch_size, step, done
+    )  # progress, samples/s, tracking
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
@@ -90,10 +92,10 @@ def main(args):
 
     # -- loop --------------------------------------------------------------------------------------
     preempted = preemption.Preemption()  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
-    while epoch < args.epochs and step < args.max_steps and not preempted.stopped:
+    for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)  # the epoch's shuffled order, the same on every rank
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        for micro, batch in enumerate(recorder.progress(train_loader, epoch, done), 1):
+        for micro, batch in enumerate(recorder.progress(train_loader, epoch), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
             model.set_requires_gradient_sync(micro % accum == 0)  # reduce-scatter once a step
@@ -106,25 +108,21 @@ def main(args):
             scheduler.step()  # the learning rate of the next step
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            done += 1  # optimizer steps taken in this epoch
             recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         dist.all_reduce(loss_sum)  # the loss over the global batch, not this rank's share alone
         train_loss = recorder.epoch(step, loss_sum / world_size)  # the mean; stops on NaN or inf
-        if done == len(train_loader) // accum:  # a whole epoch: the next starts at its first batch
-            epoch += 1
-            done = 0
         model_state, optim_state = checkpoint.gather(raw_model, optimizer)  # every rank joins
         if is_main:
-            checkpoint.save(
-                args, model_state, optim_state, scheduler, step, epoch, done * batch_size
-            )
+            checkpoint.save(args, model_state, optim_state, scheduler, step, *recorder.position)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         dist.barrier()  # no rank runs ahead (or exits, or resumes) before the checkpoint is on disk
+        preempted.exit_if_stopped(step)  # SIGTERM or Ctrl-C: the checkpoint is written, exit now
+        if step >= args.max_steps:
+            break
 
     # -- save --------------------------------------------------------------------------------------
-    preempted.exit_if_stopped(step)  # on a signal, exit before eval: the checkpoint is written
     results = evaluate()
     model_state = checkpoint.gather(raw_model)[0]  # the final weights, gathered by every rank
     dist.destroy_process_group()  # the last collective: from here on, rank 0 alone reports
@@ -139,9 +137,7 @@ def main(args):
             "task": info.name,
             "model": models.name(model),
             "device": str(device),
-            "epochs": epoch,
             "steps": step,
-            "train_loss": train_loss,
             **recorder.summary(model, optimizer, device),
         },
     )

@@ -221,7 +221,7 @@ def test_pickle_payload_is_never_executed(tmp_path):
     (path / "model.safetensors").write_bytes(evil)
     state = json.loads((path / "state.json").read_text())
     # even with a valid hash
-    state["sha256"]["model.safetensors"] = checkpoint._sha256(path / "model.safetensors")
+    state["sha256"]["model.safetensors"] = checkpoint.verify.sha256(path / "model.safetensors")
     (path / "state.json").write_text(json.dumps(state))
     with pytest.raises(CheckpointError):
         checkpoint.load(path, model, opt)

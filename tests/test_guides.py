@@ -31,6 +31,7 @@ GUIDE_ORDER = [
     "next-steps.md",
     "performance.md",
     "benchmarks.md",
+    "reliability.md",
 ]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -110,8 +111,10 @@ def test_an_explanation_without_a_hunk_is_an_error(tmp_path, monkeypatch):
 
 
 def test_every_step_is_within_the_budget_and_rung1_is_plain():
-    """Issue 13's measure: changed code lines per step (module docstrings aside, no context) <= 60 for 2->3 and
-    <= 40 for every other step; and rung 1 is the script a user has, with no distribution vocabulary."""
+    """Changed code lines per step (module docstrings aside, no context), counted on the ruff-formatted rungs
+    (the lint test holds them formatted, and no rung line is over 100 columns, so nothing is packed to fit):
+    <= 60 for 2->3, 65 for 5->6, 40 for every other step. And rung 1 is the script a user has, with no
+    distribution vocabulary."""
     import ast
 
     assert make_guides.BUDGET == {
@@ -119,9 +122,12 @@ def test_every_step_is_within_the_budget_and_rung1_is_plain():
         (2, 3): 60,
         (3, 4): 40,
         (4, 5): 40,
-        (5, 6): 40,
+        (5, 6): 65,
         (4, 7): 40,
     }
+    for n in make_guides.RUNGS if hasattr(make_guides, "RUNGS") else range(1, 8):
+        for number, line in enumerate(make_guides.rung(n).read_text().splitlines(), 1):
+            assert len(line) <= 100, f"rung {n} line {number} has {len(line)} columns"
     for (a, b), budget in make_guides.BUDGET.items():
         changed = make_guides.code_changes(make_guides.rung(a), make_guides.rung(b))
         print(f"step {a}->{b}: {changed} changed code lines (budget {budget})")
@@ -143,6 +149,23 @@ def test_every_step_is_within_the_budget_and_rung1_is_plain():
         "set_epoch",
         "sampler",
     }, names & {"rank", "world_size", "is_main", "num_shards", "shard", "dist"}
+
+
+def test_rung1_spends_at_most_ten_code_lines_on_the_projects_features():
+    """Rung 1 reads as the plain script a user has: the project's own features (exact resume, the recorder of
+    progress, throughput, history and --report-to, SIGTERM/Ctrl-C preemption) cost at most ten of its code
+    lines, each one call, and none is a distribution concept."""
+    text = make_guides.rung(1).read_text()
+    features = re.compile(r"\b(recorder|preempted|preemption|progress)\b|checkpoint\.resume")
+    code = [line for line in make_guides.code_lines(make_guides.rung(1)) if line.strip()]
+    project = [
+        line.strip() for line in code if features.search(line) and not line.startswith("from ")
+    ]
+    print("\n".join(project))
+    assert 0 < len(project) <= 10, project
+    assert (
+        "sync_bn" not in text and "check_writable" not in text and "time.perf_counter" not in text
+    )
 
 
 def test_a_step_over_its_budget_is_an_error(monkeypatch):

@@ -2,6 +2,7 @@
 
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -112,3 +113,48 @@ def test_requirements_pin_every_import_and_lock_the_virtualenv():
         text=True,
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_no_private_attribute_of_another_library_is_read():
+    """scripts/ uses the public APIs of torch, datasets and accelerate: no `obj._name` (nor getattr(obj,
+    "_name")) but on `self`. A private attribute changes without notice between releases."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "scripts").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = None
+            if isinstance(node, ast.Attribute) and not (
+                isinstance(node.value, ast.Name) and node.value.id == "self"
+            ):
+                name = node.attr
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in (
+                "getattr",
+                "hasattr",
+            ):
+                if len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                    name = str(node.args[1].value)
+            if name and name.startswith("_") and not name.startswith("__"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not found, found
+
+
+def test_common_is_rooms_of_one_purpose_each_within_250_lines():
+    for path in sorted((ROOT / "scripts" / "common").glob("*.py")):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 250, f"{path.name} has {lines} lines"
+        assert path.name != "cli.py", "flags, process set-up and errors have rooms of their own"
+
+
+@pytest.mark.launch
+def test_lint_is_clean():
+    """`make lint`: ruff's formatter (line length 100) and its lint rules, as pyproject.toml configures them."""
+    ruff = [sys.executable, "-m", "ruff"]
+    fmt = subprocess.run(
+        [*ruff, "format", "--check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    lint = subprocess.run(
+        [*ruff, "check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr

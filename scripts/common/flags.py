@@ -227,26 +227,10 @@ def parse(description=None, argv=None, uses=()):
             raise UsageError(
                 f"--nproc {args.nproc} but {gpus} GPU(s) visible: one process per GPU, at least 1"
             )
-    if args.tf32:  # not about distribution, so set here once for every rung
-        import torch
-
-        torch.backends.cuda.matmul.allow_tf32 = True
-        # the same for processes this one spawns
-        os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"
     if args.sync_bn and args.model != "cnn-bn":
         raise UsageError(
             f"--sync-bn converts BatchNorm, and --model {args.model} has none: use --model cnn-bn"
         )
-    if args.sync_bn:
-        import torch
-
-        if (
-            not torch.cuda.is_available()
-        ):  # before any process starts: each spawned worker would fail
-            raise UsageError(
-                "--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out "
-                "on a CPU, where each process normalises over its own share of the batch"
-            )
     args.amp_dtype = None
     if args.mixed_precision != "no":
         import torch

@@ -30,6 +30,17 @@ def prepare(args):
             "take part in gathering the weights, and accelerate on a CPU would even train plain "
             "DDP): run scripts/7_fsdp.py under torchrun (make fsdp-2gpu, or make fsdp-cpu here)"
         )
+    if args.tf32:  # not about distribution, so set here once for every rung
+        torch.backends.cuda.matmul.allow_tf32 = True
+        # the same for processes this one spawns
+        os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"
+    if args.sync_bn:
+        # before any process starts: each spawned worker would fail
+        if not torch.cuda.is_available():
+            raise UsageError(
+                "--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out "
+                "on a CPU, where each process normalises over its own share of the batch"
+            )
     if not torch.cuda.is_available():
         # accelerate: without this, a CPU launch of N processes trains N unconnected copies
         # (measured); with it, Accelerator() joins them over gloo. A GPU keeps the launch's choice.

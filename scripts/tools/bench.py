@@ -4,7 +4,7 @@ Runs on whatever is here (CUDA, else CPU processes over gloo) and writes
     <out>/bench/results-<device>.json   every number, with the machine and versions it came from
     <out>/benchmarks.md                 the tables, from every results-*.json in <out>/bench (CPU and GPU runs)
     <out>/img/bench-*.png               throughput per rung and world size; the loss curves of all rungs overlaid
-and, when <out> is guides/ (the default), the summary table in README.md. A ratio is always of two medians
+and, when <out> is guides/ (the default), the summary table in guides/performance.md. A ratio is always of two medians
 taken in this run: the repeats alternate between the things compared, and each run's first epoch (warm-up,
 compilation) is left out. Rungs run as users run them (python, torchrun, accelerate launch), in subprocesses.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-# the other half: tables, plots, README
+# the other half: tables, plots, the summary in guides/performance.md
 from bench_report import (
     PER_STEP_KINDS,
     render,
@@ -884,7 +884,7 @@ def main():
     p.add_argument(
         "--render-only",
         action="store_true",
-        help="run nothing: redraw benchmarks.md, the plots and the README table from <out>/bench",
+        help="run nothing: redraw benchmarks.md, the plots and the summary table from <out>/bench",
     )
     opts = p.parse_args()
     opts.out = opts.out or str(ROOT / ("out/bench-quick" if opts.quick else "guides"))

@@ -1,6 +1,7 @@
 """The reporting half of `make bench` (scripts/tools/bench.py measures): the summary rows with their goals, the
-Markdown tables of guides/benchmarks.md, the two charts per device, and the README's table, all from the results
-JSON files, so that `python scripts/tools/bench.py --render-only` redraws them without measuring anything."""
+Markdown tables of guides/benchmarks.md, the two charts per device, and the summary in guides/performance.md,
+all from the results JSON files, so that `python scripts/tools/bench.py --render-only` redraws them without
+measuring anything."""
 
 import json
 
@@ -586,7 +587,8 @@ README_START, README_END = "<!-- bench: start -->", "<!-- bench: end -->"
 
 
 def update_readme(results):
-    readme = ROOT / "README.md"
+    """The summary block of guides/performance.md (between the bench markers), from the results."""
+    readme = ROOT / "guides" / "performance.md"
     text = readme.read_text()
     if README_START not in text:
         return False
@@ -600,7 +602,7 @@ def update_readme(results):
             ROOT / "guides" / "img" / f"bench-throughput-{result['machine']['device']}.png"
         ).exists():
             block += [
-                f"![throughput](guides/img/bench-throughput-{result['machine']['device']}.png)",
+                f"![throughput](img/bench-throughput-{result['machine']['device']}.png)",
                 "",
             ]
     block.append(README_END)
@@ -610,7 +612,7 @@ def update_readme(results):
 
 
 def render(out):
-    """benchmarks.md, the plots and (for guides/) the README table, from every results JSON in <out>/bench."""
+    """benchmarks.md, the plots and (for guides/) the performance summary, from every results JSON."""
     files = sorted((out / "bench").glob("results-*.json"))
     results = [json.loads(f.read_text()) for f in files]
     for f, r in zip(files, results):
