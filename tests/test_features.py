@@ -54,13 +54,10 @@ def test_cosine_schedule_resumes_exactly_after_sigkill_and_tensorboard_logs_ever
         )(),
         14,
     )
-    # the rate step N trained with: factor(N - 1), warm-up from 0, then cosine to 0
-    for (
-        step,
-        lr,
-    ) in lrs.items():
-        assert math.isclose(lr, 0.1 * factor(step - 1), rel_tol=1e-6, abs_tol=1e-9), (step, lr)
-    assert lrs[6] == pytest.approx(0.1) and lrs[28] < 0.001
+    # after step N, the rate step N + 1 trains with: factor(N), warm-up from 0, then cosine to 0
+    for step, lr in lrs.items():
+        assert math.isclose(lr, 0.1 * factor(step), rel_tol=1e-6, abs_tol=1e-9), (step, lr)
+    assert lrs[5] == pytest.approx(0.1) and lrs[28] < 0.001
     losses = [e.value for e in acc.Scalars("train/loss")]
     assert len(losses) == 28 and all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
     assert all(e.value > 0 for e in acc.Scalars("train/grad_norm"))

@@ -258,7 +258,9 @@ def test_resume_mid_epoch_at_another_batch_size_or_world_size_continues_or_refus
         ckpt,
         expect=2,
     )
-    assert "not a whole number of this run's global batch of 24" in one_error_line(stderr)
+    assert "not a whole number of this run's optimizer steps of 24 samples" in one_error_line(
+        stderr
+    )
 
 
 @pytest.mark.launch

@@ -169,11 +169,13 @@ def load(path, model, optimizer=None, scaler=None, scheduler=None):
 
 
 def restore(resume_from, output_dir, model, optimizer, scaler=None, scheduler=None, log=print):
-    """Apply --resume: "none" starts fresh (process.prepare removed the old checkpoints), "auto" loads the
+    """Apply --resume: "none" starts fresh (the main process removes the old checkpoints), "auto" loads the
     newest valid checkpoint in `output_dir` (falling back past corrupt ones, and saying so), anything else is a
     checkpoint directory. Returns (epoch, step, samples_in_epoch) to continue from."""
     main = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
-    if resume_from == "none":
+    if resume_from == "none":  # a fresh run: old checkpoints cannot be mistaken for this run's
+        if main:
+            remove_all(output_dir)
         return 0, 0, 0
     candidates = list_checkpoints(output_dir)[::-1] if resume_from == "auto" else [resume_from]
     problems = []

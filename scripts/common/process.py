@@ -86,14 +86,12 @@ def prepare(args):
     ):
         signal.signal(signum, _forward_to_children)
     if first:  # one process per job: the launcher's parent (rung 3) or rank 0
-        from common import checkpoint, lock
+        from common import lock
 
         lock.lock_output_dir(args.output_dir)
-        if args.resume == "none":  # a fresh run: old checkpoints cannot be mistaken for this run's
-            checkpoint.remove_all(args.output_dir)
 
 
-def free_port(port=0, fix="pick another port"):
+def free_port(port=0, fix="set MASTER_PORT to a free port, or unset it (a free one is picked)"):
     """`port` if nothing listens on it yet (0: any free port); UsageError naming `fix` when it is taken."""
     with socket.socket() as s:
         try:

@@ -28,7 +28,8 @@ class Recorder:
         import torch.distributed as dist
 
         self.args, self.info, self.batch_size, self.done = args, info, batch_size, done
-        self.world_size = dist.get_world_size() if dist.is_initialized() else 1
+        self.distributed = dist.is_initialized()
+        self.world_size = dist.get_world_size() if self.distributed else 1
         self.wall_start, self.train_seconds, self.samples, self.history = (
             time.perf_counter(),
             0.0,
@@ -98,12 +99,12 @@ class Recorder:
             "history": self.history,
             "wall_seconds": time.perf_counter() - self.wall_start,
             "global_batch_size": self.batch_size,
-            "per_device_batch_size": args.batch_size,
             "gradient_accumulation_steps": args.gradient_accumulation_steps,
-            "world_size": self.world_size,
             "lr_schedule": args.lr_schedule,
             "mixed_precision": args.mixed_precision,
         }
+        if self.distributed:  # rung 3 on: how the global batch is made
+            out.update(world_size=self.world_size, per_device_batch_size=args.batch_size)
         bare = model.module if hasattr(model, "module") else model
         return {
             **out,
@@ -116,12 +117,13 @@ class Recorder:
 
 class Tracker:
     """--report-to tensorboard: per optimizer step, the loss, learning rate, gradient norm and samples/s, written
-    by the main process to <output-dir>/runs with torch.utils.tensorboard (the writer accelerate's TensorBoardTracker
-    uses). --report-to none: log() returns at once, so the default run pays nothing (no host sync per step).
+    by the main process to <output-dir>/runs with torch.utils.tensorboard (the writer accelerate's
+    TensorBoardTracker uses). --report-to none: log() returns at once, so the default run pays nothing.
 
-    The one place in common/ that asks torch.distributed anything (besides preemption): which rank this is, so that
-    the same line in every rung writes once. The gradient norm is computed on every rank, because under FSDP it is
-    a collective (each rank holds a shard of the gradients)."""
+    The gradient norm is taken just before each optimizer step, by a step pre-hook (torch's public
+    `register_step_pre_hook`, installed at the first log: from step 2 on), since the loop zeroes the gradients
+    right after the step; after GradScaler's unscale, so it is the true gradients' norm. It is computed on every
+    rank, because under FSDP it is a collective (each rank holds a shard of the gradients)."""
 
     def __init__(self, args, batch_size):
         self.enabled, self.batch_size, self.writer = (
@@ -129,34 +131,45 @@ class Tracker:
             batch_size,
             None,
         )
-        self.logdir, self.last = Path(args.output_dir) / "runs", None
+        self.logdir, self.last, self.hook, self.norm = (
+            Path(args.output_dir) / "runs",
+            None,
+            None,
+            None,
+        )
 
-    def log(self, step, loss, optimizer, model):
-        # first: the default run pays one attribute read per step, nothing else
-        if not self.enabled:
-            return
-        import time
-
+    def _take_norm(self, model):
         import torch
 
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
-        # FSDP: every rank's shard
-        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm
+        self.norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: all shards
+
+    def log(self, step, loss, optimizer, model):
+        if (
+            not self.enabled
+        ):  # first: the default run pays one attribute read per step, nothing else
+            return
+        if self.hook is None:  # accelerate's AcceleratedOptimizer holds the torch optimizer
+            inner = getattr(optimizer, "optimizer", optimizer)
+            self.hook = inner.register_step_pre_hook(lambda *_: self._take_norm(model))
         if not _main_process():
             return
         if self.writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(self.logdir)
-            # flushes the last events on any exit, a signal's included
-            atexit.register(self.writer.close)
+            atexit.register(
+                self.writer.close
+            )  # flushes the last events on any exit, a signal's too
         now = time.perf_counter()
         values = {
             "train/loss": float(loss),
+            # after the scheduler's step, as accelerate's and transformers' loops log it: the next step's
             "train/lr": optimizer.param_groups[0]["lr"],
-            "train/grad_norm": float(norm),
         }
+        if self.norm is not None:
+            values["train/grad_norm"] = float(self.norm)
         if self.last is not None:
             values["train/samples_per_second"] = self.batch_size / (now - self.last)
         for tag, value in values.items():
