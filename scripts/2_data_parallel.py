@@ -48,9 +48,7 @@ def main(args):
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
     start_epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
-    recorder = progress.Recorder(
-        args, info, batch_size, step, done
-    )  # progress, samples/s, tracking
+    recorder = progress.Recorder(args, info, batch_size, step, done)  # samples/s, --report-to
     print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
     def evaluate():  # accuracy and mean loss over the eval set, every sample counted exactly once

@@ -60,9 +60,7 @@ def main(local_rank, args):
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
     start_epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
-    recorder = progress.Recorder(
-        args, info, batch_size, step, done
-    )  # progress, samples/s, tracking
+    recorder = progress.Recorder(args, info, batch_size, step, done)  # samples/s, --report-to
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 

@@ -68,9 +68,7 @@ def main(args):
     start_epoch, step, done = checkpoint.resume(
         args, raw_model, optimizer, scheduler, train_loader, scaler
     )
-    recorder = progress.Recorder(
-        args, info, batch_size, step, done
-    )  # progress, samples/s, tracking
+    recorder = progress.Recorder(args, info, batch_size, step, done)  # samples/s, --report-to
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 

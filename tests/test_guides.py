@@ -329,12 +329,16 @@ def test_commands_left_to_a_test_name_a_test_that_exists():
 
 def test_sh_blocks_only_where_they_run_here():
     """GPU- or cluster-only commands are in `bash` blocks; every guide has something to run, but next-steps and
-    step-4-7, whose FSDP commands tests/test_fsdp.py runs with assertions (not twice: the suite's time budget)."""
+    step-4-7, whose FSDP commands tests/test_fsdp.py runs with assertions (not twice: the suite's time budget),
+    and the two pages of results (benchmarks, reliability), whose every row names its test."""
     for name in GUIDE_ORDER:
         blocks = sh_blocks(GUIDES / name)
-        assert blocks or name in ("next-steps.md", "benchmarks.md", "step-4-7.md"), (
-            f"{name}: nothing runs on CPU"
-        )
+        assert blocks or name in (
+            "next-steps.md",
+            "benchmarks.md",
+            "step-4-7.md",
+            "reliability.md",
+        ), f"{name}: nothing runs on CPU"
         for block in blocks:
             assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
 
