@@ -50,7 +50,7 @@ test: install browser ## the test suite, offline: lint, unit tests, then launch 
 	@echo "== unit tests (no training process started)"
 	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m "not launch" tests $(ARGS) && \
 	  echo "== unit tests: $$(( $$(date +%s) - start )) s"
-	@echo "== launch tests (real training runs: python, mp.spawn, torchrun, accelerate launch)"
+	@echo "== launch tests (processes: the rungs under python, mp.spawn, torchrun, accelerate launch; the tools)"
 	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m launch tests $(ARGS) && \
 	  echo "== launch tests: $$(( $$(date +%s) - start )) s"
 

@@ -33,7 +33,6 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         env={**os.environ, **OFFLINE},
         capture_output=True,
         text=True,
-        timeout=400,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((tmp_path / "bench" / "results-cpu.json").read_text())

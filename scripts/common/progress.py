@@ -89,7 +89,8 @@ class Recorder:
         return self.train_loss
 
     def summary(self, model, optimizer, device):
-        """metrics.json's measured part."""
+        """metrics.json's measured part (and the end of --report-to's events, written to disk now)."""
+        self.tracker.close()
         args = self.args
         out = {
             "epochs": self.position[0]
@@ -144,6 +145,10 @@ class Tracker:
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
         self.norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: all shards
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
 
     def log(self, step, loss, optimizer, model):
         if (

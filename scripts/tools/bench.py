@@ -55,6 +55,29 @@ GPT_GPU = [
 ]  # GPT-2 small's shape
 
 
+def _run_killing_on_timeout(cmd, env, timeout):
+    """subprocess.run in a session of its own: a launch that hangs (seen once, a worker stuck in libtorch's
+    teardown after its run had finished) is killed with every worker it started, and counts as a failure
+    (exit code None) that _run records and runs again."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, err = proc.communicate()
+        err += f"\nFatal: hung for {timeout} s and was killed"
+        return subprocess.CompletedProcess(cmd, None, out, err)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 class Bench:
     """Launches rungs and times code for the sections; keeps the run's settings."""
 
@@ -118,8 +141,9 @@ class Bench:
         for attempt in (1, 2):
             shutil.rmtree(out, ignore_errors=True)
             started = time.perf_counter()
-            proc = subprocess.run(
-                cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+            # a quick launch takes seconds: a hang should cost minutes, not the full run's limit
+            proc = _run_killing_on_timeout(
+                cmd, self.env, min(timeout, 150) if self.quick else timeout
             )
             seconds = time.perf_counter() - started
             if proc.returncode == 0:
