@@ -115,7 +115,7 @@ class Bench:
         ]
         return self._run(key, cmd, out, RUNGS[rung], timeout)
 
-    def launch_peer(self, name, nproc, args=(), timeout=600):
+    def launch_peer(self, name, nproc, args=(), timeout=300):
         """Run scripts/tools/peers/<name>.py under torchrun, as launch() runs a rung."""
         key = (name, nproc, tuple(map(str, args)), ())
         if self.quick and key in self.done:
