@@ -56,9 +56,9 @@ GPT_GPU = [
 
 
 def _run_killing_on_timeout(cmd, env, timeout):
-    """subprocess.run in a session of its own: a launch that hangs (seen once, a worker stuck in libtorch's
-    teardown after its run had finished) is killed with every worker it started, and counts as a failure
-    (exit code None) that _run records and runs again."""
+    """subprocess.run in a session of its own: a launch that hangs (seen here: a worker stuck in libtorch's
+    teardown after its run had finished) is killed with every process it started (torchrun's workers leave
+    its session), and counts as a failure (exit code None) that _run records and runs again."""
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,
@@ -71,11 +71,36 @@ def _run_killing_on_timeout(cmd, env, timeout):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        out, err = proc.communicate()
+        for pid in [proc.pid, *_descendants(proc.pid)]:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a grandchild still holds the pipes: stop reading them
+            proc.kill()
+            out, err = "", ""
         err += f"\nFatal: hung for {timeout} s and was killed"
         return subprocess.CompletedProcess(cmd, None, out, err)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _descendants(pid):
+    """Every process below `pid`, from /proc (Linux)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 class Bench:
