@@ -20,9 +20,7 @@ from safetensors.torch import load_file
 
 from common import UsageError, preemption
 from conftest import BIN, OFFLINE, ROOT, SCRIPTS, command, free_port, max_abs_diff
-
-sys.path.insert(0, str(Path(__file__).parent / "faults"))
-from sitecustomize import job_tree  # noqa: E402  (tests/faults is not a package)
+from ladder import job_tree
 
 FAULTS = ROOT / "tests" / "faults"
 RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}  # what the Makefile and the guides set

@@ -40,7 +40,7 @@ from bench_report import (
 )
 
 from common import UsageError, checkpoint, data, flags, metrics, models, process, tasks
-from ladder import ROOT, RUNGS, command, environment, max_abs_diff
+from ladder import ROOT, RUNGS, command, environment, job_tree, max_abs_diff
 
 SCHEMA = 1
 GPT_GPU = [
@@ -71,7 +71,7 @@ def _run_killing_on_timeout(cmd, env, timeout):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        for pid in [proc.pid, *_descendants(proc.pid)]:
+        for pid in job_tree(proc.pid):
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:
@@ -84,23 +84,6 @@ def _run_killing_on_timeout(cmd, env, timeout):
         err += f"\nFatal: hung for {timeout} s and was killed"
         return subprocess.CompletedProcess(cmd, None, out, err)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
-def _descendants(pid):
-    """Every process below `pid`, from /proc (Linux)."""
-    children = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 class Bench:

@@ -93,3 +93,21 @@ def max_abs_diff(a, b):
     if a.keys() != b.keys():
         return float("nan")
     return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+
+
+def job_tree(root):
+    """`root` and every process descended from it, from /proc (Linux): a launch's whole job, torchrun's workers
+    included (each starts in a session of its own, out of reach of a process-group kill)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return tree

@@ -18,7 +18,8 @@ import os
 
 
 def job_tree(root):
-    """`root` and every process descended from it, from /proc."""
+    """`root` and every process descended from it, from /proc: ladder.job_tree's walk, kept here because this
+    file runs inside the rungs' processes, where scripts/tools is not importable."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
