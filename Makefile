@@ -19,7 +19,7 @@ CONFIG ?=
 # Every distributed target is checked before it launches (scripts/tools/launch_check.py): too few GPUs, a missing or
 # invalid accelerate config, a port in use each stop here in one line, naming the fix.
 CHECK := $(PY) scripts/tools/launch_check.py
-need_gpus = @$(CHECK) --gpus $(1) --cpu-target "make $(2)" --target "make $@"
+need_gpus = @$(CHECK) --gpus "$(1)" --cpu-target "make $(2)" --target "make $@"
 
 .DEFAULT_GOAL := help
 .PHONY: help install lock demo test test-unit lint bench doctor guides browser collectives single-gpu dp ddp-spawn-2gpu ddp-2gpu ddp-amp-2gpu accelerate-2gpu fsdp-2gpu \
@@ -103,23 +103,28 @@ fsdp-2gpu: install ## rung 7: FSDP2 (fully_shard) under torchrun, NPROC GPUs
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/7_fsdp.py --task $(TASK) $(ARGS)
 
 ddp-spawn-cpu: install ## rung 3 on CPU: NPROC processes over gloo
+	@$(CHECK) --nproc "$(NPROC)"
 	$(PY) scripts/3_ddp_spawn.py --nproc $(NPROC) --task $(TASK) $(ARGS)
 
 ddp-cpu: install ## rung 4 on CPU: torchrun, NPROC processes over gloo
+	@$(CHECK) --nproc "$(NPROC)"
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/4_ddp_torchrun.py --task $(TASK) $(ARGS)
 
 ddp-amp-cpu: install ## rung 5 on CPU: torchrun, NPROC processes, bf16 autocast
+	@$(CHECK) --nproc "$(NPROC)"
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/5_ddp_amp.py --mixed-precision bf16 --task $(TASK) $(ARGS)
 
 accelerate-cpu: install ## rung 6 on CPU: accelerate launch, 2 processes over gloo (CONFIG: cpu_2proc.yaml)
-	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml)
+	@$(CHECK) --config $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml) --nproc "$(NPROC)"
 	$(ACCELERATE) launch --config_file $(or $(CONFIG),accelerate_configs/cpu_2proc.yaml)$(ACCELERATE_NPROC) \
 		scripts/6_accelerate.py --task $(TASK) $(ARGS)
 
 fsdp-cpu: install ## rung 7 on CPU: torchrun, NPROC processes over gloo, each holding half the model
+	@$(CHECK) --nproc "$(NPROC)"
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/7_fsdp.py --task $(TASK) $(ARGS)
 
 collectives: install ## the collectives lab: NPROC processes over gloo, every op before/after
+	@$(CHECK) --nproc "$(NPROC)"
 	$(TORCHRUN) --standalone --nproc_per_node=$(NPROC) scripts/labs/collectives.py
 
 clean: ## remove outputs and the data cache (not the virtualenv)

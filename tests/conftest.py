@@ -88,12 +88,22 @@ def reference(tmp_path_factory, data_dir):
 
 
 def save_checkpoint(
-    output_dir, model, opt, step, epoch, samples_in_epoch, keep=3, scaler=None, scheduler=None
+    output_dir,
+    model,
+    opt,
+    step,
+    epoch,
+    samples_in_epoch,
+    keep=3,
+    scaler=None,
+    scheduler=None,
+    lineage="one-run",
 ):
-    """checkpoint.save as a rung calls it, with the two flags it reads (--output-dir, --keep)."""
+    """checkpoint.save as a rung calls it, with what it reads from args (--output-dir, --keep, and the run's
+    lineage, which checkpoint.resume sets: rotation deletes only this lineage's checkpoints)."""
     import argparse
 
     from common import checkpoint
 
-    args = argparse.Namespace(output_dir=str(output_dir), keep=keep)
+    args = argparse.Namespace(output_dir=str(output_dir), keep=keep, lineage=lineage)
     return checkpoint.save(args, model, opt, scheduler, step, epoch, samples_in_epoch, scaler)

@@ -79,7 +79,11 @@ def test_keep_last_k_and_resume_auto_picks_newest(tmp_path):
         "step-00000004",
         "step-00000005",
     ]
-    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None) == (0, 5, 5)
+    assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[:3] == (
+        0,
+        5,
+        5,
+    )
 
 
 def test_crash_in_the_middle_of_a_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
@@ -267,8 +271,21 @@ def test_tied_weights_can_be_saved(tmp_path):
         lambda s: {k: v for k, v in s.items() if k != "sha256"},
         lambda s: {**s, "step": "14"},
         lambda s: {**s, "samples_in_epoch": -3},
+        lambda s: {**s, "scaler": "garbage"},
+        lambda s: {**s, "scaler": {"scale": -1.0, "growth_factor": 2.0}},
+        lambda s: {**s, "scheduler": {"last_epoch": -5}},
+        lambda s: {**s, "scheduler": {"last_epoch": 9}},
     ],
-    ids=["a-list", "no-sha256", "step-as-text", "negative-position"],
+    ids=[
+        "a-list",
+        "no-sha256",
+        "step-as-text",
+        "negative-position",
+        "scaler-garbage",
+        "scaler-negative-scale",
+        "scheduler-negative-step",
+        "scheduler-at-another-step",
+    ],
 )
 def test_a_malformed_state_json_is_one_line_and_auto_skips_it(tmp_path, edit):
     model, opt = trained()
@@ -281,3 +298,131 @@ def test_a_malformed_state_json_is_one_line_and_auto_skips_it(tmp_path, edit):
     assert "\n" not in str(e.value)
     # the older one
     assert checkpoint.restore("auto", tmp_path, *trained(seed=3), log=lambda *_: None)[1] == 1
+
+
+def rewrite(path, name, edit_tensors=lambda t: t, edit_metadata=lambda m: m):
+    """Hand-edit one safetensors file of a checkpoint and re-hash it, as a determined user would."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    file = path / name
+    with safe_open(file, framework="pt") as f:
+        metadata = f.metadata()
+    save_file(edit_tensors(load_file(file)), file, metadata=edit_metadata(metadata))
+    state = json.loads((path / "state.json").read_text())
+    state["sha256"][name] = checkpoint.verify.sha256(file)
+    (path / "state.json").write_text(json.dumps(state))
+
+
+def _groups(edit):
+    return lambda m: {**m, "param_groups": json.dumps(edit(json.loads(m["param_groups"])))}
+
+
+@pytest.mark.parametrize(
+    "name,tensors,metadata",
+    [
+        ("model.safetensors", lambda t: {k: v.long() for k, v in t.items()}, None),
+        ("optimizer.safetensors", lambda t: {**t, "state.fc.weight.extra": torch.zeros(1)}, None),
+        (
+            "optimizer.safetensors",
+            lambda t: {k: v[..., :1].contiguous() for k, v in t.items()},
+            None,
+        ),
+        ("optimizer.safetensors", lambda t: {k: v.sum() for k, v in t.items()}, None),
+        (
+            "optimizer.safetensors",
+            None,
+            _groups(lambda g: [{k: v for k, v in g[0].items() if k != "params"}]),
+        ),
+        (
+            "optimizer.safetensors",
+            None,
+            _groups(lambda g: [{**g[0], "params": g[0]["params"] + ["x"]}]),
+        ),
+        (
+            "optimizer.safetensors",
+            None,
+            lambda m: {**m, "values": json.dumps({"conv1.weight.lr": [1]})},
+        ),
+    ],
+    ids=[
+        "int64-weights",
+        "extra-optimizer-tensor",
+        "momentum-of-the-wrong-shape",
+        "momentum-as-a-scalar",
+        "param-groups-without-params",
+        "a-parameter-out-of-range",
+        "a-list-as-a-value",
+    ],
+)
+def test_a_hand_edited_checkpoint_is_refused_before_anything_changes(
+    tmp_path, name, tensors, metadata
+):
+    """Issue 26: each of these trained with a cast weight or failed at the first step with a traceback. The
+    checkpoint is checked against what this run's model and optimizer expect; the run's state stays as it was."""
+    model, opt = trained()
+    path = save_checkpoint(tmp_path, model, opt, 1, 0, 0)
+    rewrite(path, name, tensors or (lambda t: t), metadata or (lambda m: m))
+    other, other_opt = trained(seed=9)
+    before = {k: v.clone() for k, v in other.state_dict().items()}
+    momentum = [s["momentum_buffer"].clone() for s in other_opt.state.values()]
+    with pytest.raises(CheckpointError, match="another model|another optimizer") as e:
+        checkpoint.load(path, other, other_opt)
+    assert "\n" not in str(e.value) and str(path) in str(e.value)
+    assert all(torch.equal(before[k], v) for k, v in other.state_dict().items())
+    after = [s["momentum_buffer"] for s in other_opt.state.values()]
+    assert all(torch.equal(a, b) for a, b in zip(momentum, after, strict=True))
+
+
+def test_a_checkpoint_removed_while_it_is_read_is_one_line(tmp_path, monkeypatch):
+    """Issue 26: --resume <another run's step-N> while that run rotates it away gave FileNotFoundError."""
+    model, opt = trained()
+    path = save_checkpoint(tmp_path, model, opt, 1, 0, 0)
+    real = checkpoint.verify.sha256
+
+    def rotated_away(file):
+        import shutil
+
+        shutil.rmtree(path)  # the other run's rotation, between the listing and the read
+        return real(file)
+
+    monkeypatch.setattr(checkpoint.verify, "sha256", rotated_away)
+    with pytest.raises(CheckpointError, match="could not be read.*another run may have removed it"):
+        checkpoint.load(path, model, opt)
+
+
+def test_changed_schedule_flags_on_resume_are_said_with_the_rates_jump(tmp_path):
+    """Issue 26: a resume with another --lr-schedule, --warmup-steps or run length changed the rate without a
+    word; it is now said, flag by flag, with the rate before and after. A warm-up as long as the run is refused."""
+    import argparse
+
+    from common import schedule
+    from common.errors import UsageError
+
+    def built(**flags):
+        args = argparse.Namespace(
+            **{
+                "lr_schedule": "constant",
+                "warmup_steps": 0,
+                "max_steps": 10**9,
+                "epochs": 4,
+                **flags,
+            }
+        )
+        model, opt = trained()
+        return model, opt, torch.optim.lr_scheduler.LambdaLR(opt, schedule.lr_lambda(args, 10))
+
+    model, opt, scheduler = built(warmup_steps=20)
+    for _ in range(5):
+        opt.step()
+        scheduler.step()
+    save_checkpoint(tmp_path, model, opt, 5, 0, 0, scheduler=scheduler)
+    model, opt, scheduler = built(lr_schedule="cosine", epochs=6)
+    logs = []
+    checkpoint.restore("auto", tmp_path, model, opt, scheduler=scheduler, log=logs.append)
+    assert "--lr-schedule cosine (the checkpoint had constant)" in logs[0]
+    assert "--warmup-steps 0 (the checkpoint had 20)" in logs[0]
+    assert "run length (--epochs/--max-steps) 60 (the checkpoint had 40)" in logs[0]
+    assert "the rate at step 5 goes 0.025 -> 0.09" in logs[0], logs
+    with pytest.raises(UsageError, match="--warmup-steps 40 is not shorter than the run \\(40 "):
+        built(warmup_steps=40)

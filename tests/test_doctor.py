@@ -208,3 +208,33 @@ def test_the_project_is_clean_and_bad_input_is_one_line(tmp_path):
         [*DOCTOR, "--explain", "ddl105"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0 and "set_epoch" in proc.stdout
+
+
+def test_files_doctor_cannot_analyse_are_one_line_each_and_the_rest_are_still_checked(
+    tmp_path, capsys
+):
+    """Issue 23/26: a valid file with a 400-term `+` chain was a RecursionError traceback with exit 1 (which
+    means findings); `good.py bad.py` stopped at bad.py without good.py's findings; a directory was refused; a
+    null byte gave `file:None:0:`; Python 3.12 syntax was "not valid Python" without saying which parsed it."""
+    (tmp_path / "deep.py").write_text("x = " + " + ".join(['"a"'] * 400) + "\n")
+    (tmp_path / "null.py").write_bytes(b"import os\x00\n")
+    (tmp_path / "py312.py").write_text("type Vector = list[float]\n")
+    pkg = tmp_path / "pkg" / "sub"
+    pkg.mkdir(parents=True)
+    (pkg / "train.py").write_text(
+        "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(range(8))\n"
+    )
+    (tmp_path / "pkg" / ".venv").mkdir()
+    (tmp_path / "pkg" / ".venv" / "lib.py").write_text("this is not python(\n")
+    files = [tmp_path / "deep.py", tmp_path / "null.py", tmp_path / "py312.py", tmp_path / "pkg"]
+    assert doctor.main([str(f) for f in files]) == 2
+    out, err = capsys.readouterr()
+    errors = err.strip().splitlines()
+    assert len(errors) == 3 and all(line.startswith("error: ") for line in errors), err
+    assert "deep.py: is nested too deeply" in errors[0]
+    assert "null.py: holds a null byte" in errors[1]
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert "py312.py: 1:" in errors[2] and f"not valid Python {version}" in errors[2]
+    assert sys.executable in errors[2]
+    # the directory's file was checked (DDL105: no set_epoch); the virtualenv's was not
+    assert out.startswith(f"{pkg / 'train.py'}:2:") and "DDL105" in out and "lib.py" not in err

@@ -150,3 +150,27 @@ def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
         and "<N/A>" not in summary.split("Root Cause")[1]
     )
     assert 'File "' in summary  # the worker's traceback, a real crash's
+
+
+def tensorboard_losses(out):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events,) = (out / "runs").glob("events.out.tfevents.*")
+    acc = EventAccumulator(str(events))
+    acc.Reload()
+    return {e.step: e.value for e in acc.Scalars("train/loss")}
+
+
+@pytest.mark.launch
+def test_tensorboard_logs_the_global_batchs_loss_at_every_world_size(tmp_path, data_dir):
+    """Issue 26: at 2 processes --report-to tensorboard logged rank 0's share of each step's loss (up to 0.062
+    from rung 1's). The tracker all-reduces it: rung 3 at 2 processes x 8 x 2 micro-batches logs rung 1's
+    losses at 32 = 16 x 2 micro-batches, step for step."""
+    flags = [*TASK, "--gradient-accumulation-steps", 2, "--report-to", "tensorboard"]
+    run(1, tmp_path / "1", data_dir, *flags, "--batch-size", 16)
+    run(3, tmp_path / "3", data_dir, *flags, "--batch-size", 8)
+    plain, ddp = tensorboard_losses(tmp_path / "1"), tensorboard_losses(tmp_path / "3")
+    assert sorted(plain) == sorted(ddp) == list(range(1, 29))
+    worst = max(abs(plain[s] - ddp[s]) for s in plain)
+    print(f"\nper-step TensorBoard loss, rung 3 at 2 processes vs rung 1: max diff {worst:.2e}")
+    assert worst <= 1e-5

@@ -78,3 +78,65 @@ def test_ladder_commands_are_the_documented_launches():
     )
     assert six[4:8] == ["--num_processes", "3", "--main_process_port", "29999"]
     assert ladder.max_abs_diff({"a": torch.ones(2)}, {"a": torch.zeros(2)}) == 1.0
+
+
+@pytest.mark.launch
+def test_compare_refuses_what_it_cannot_compare_in_one_line(tmp_path):
+    """Issue 26 and 23: each of these gave a traceback, or "the same" for two empty files, or raw terminal
+    escapes in a pipe. A whole pickled module says how to save a state dict instead."""
+    import struct
+
+    torch.save(torch.nn.Linear(2, 2), tmp_path / "module.pt")
+    torch.save({1: torch.zeros(2)}, tmp_path / "int-keys.pt")
+    torch.save({}, tmp_path / "empty.pt")
+    (tmp_path / "garbage.safetensors").write_bytes(b"garbage" * 10)
+    (tmp_path / "huge-header.safetensors").write_bytes(struct.pack("<Q", 2**40) + b"{}")
+    save_file({"w": torch.zeros(64)}, str(tmp_path / "whole.safetensors"))
+    raw = (tmp_path / "whole.safetensors").read_bytes()
+    (tmp_path / "truncated.safetensors").write_bytes(raw[: len(raw) - 100])
+    for run, metrics in (("list-run", "[1, 2]"), ("keyless-run", '{"rung": "1_single_gpu"}')):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "metrics.json").write_text(metrics)
+        save_file({"w": torch.zeros(2)}, str(tmp_path / run / "model.safetensors"))
+    for name, says in [
+        ("module.pt", "pickles a torch.nn.modules.linear.Linear object (torch.save(model)"),
+        ("int-keys.pt", "holds no state_dict of named tensors"),
+        ("empty.pt", "empty state_dict: there is nothing to compare"),
+        ("garbage.safetensors", "is not a readable safetensors file"),
+        ("huge-header.safetensors", "is not a readable safetensors file"),
+        ("truncated.safetensors", "is not a readable safetensors file"),
+        ("list-run", "is not a ladder run's metrics"),
+        ("keyless-run", "is not a ladder run's metrics (no global_batch_size"),
+    ]:
+        proc = compare(tmp_path / name, tmp_path / name)
+        assert proc.returncode == 2 and proc.stdout == "", (name, proc.stdout, proc.stderr)
+        assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+        assert says in proc.stderr and "\x1b" not in proc.stderr, (name, proc.stderr)
+    assert "model.state_dict()" in compare(tmp_path / "module.pt", tmp_path / "empty.pt").stderr
+
+
+@pytest.mark.launch
+def test_launch_check_refuses_bad_counts_ports_and_precisions_in_one_line(tmp_path):
+    """Issue 26: `num_processes: two`, `num_machines: "2"`, `--port 99999` or `-1`, and `make ddp-cpu` with
+    NPROC=0, abc or -1 were the launchers' tracebacks or assertions; fp8 passed the check (issue 25)."""
+    check = [sys.executable, str(ROOT / "scripts" / "tools" / "launch_check.py")]
+    head = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nuse_cpu: true\n"
+    cases = {
+        "two.yaml": (head + "num_processes: two\n", "num_processes is 'two', not a whole number"),
+        "quoted.yaml": (head + 'num_processes: 2\nnum_machines: "2"\n', "num_machines is '2'"),
+        "fp8.yaml": (head + "num_processes: 2\nmixed_precision: fp8\n", "mixed_precision fp8"),
+    }
+    runs = []
+    for name, (text, says) in cases.items():
+        (tmp_path / name).write_text(text)
+        runs.append((check + ["--config", str(tmp_path / name)], says))
+    for port in ("99999", "-1", "0"):
+        runs.append((check + ["--port", port], f"port {port} is not a TCP port"))
+    for nproc in ("0", "abc", "-1"):
+        make = ["make", "--no-print-directory", "-s", "ddp-cpu", f"NPROC={nproc}"]
+        runs.append((make, f"NPROC={nproc} is not a number of processes"))
+    for cmd, says in runs:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+        assert proc.returncode == 2 and len(lines) == 1, (cmd, proc.stderr)
+        assert lines[0].startswith("error: ") and says in lines[0], (cmd, proc.stderr)

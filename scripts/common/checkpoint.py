@@ -16,7 +16,6 @@ Writes go through common/atomic.py: a crash at any moment leaves the old checkpo
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import torch
@@ -30,7 +29,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from common import atomic, verify
+from common import atomic, lineage, schedule, verify
 from common.verify import FILES, FORMAT, CheckpointError  # noqa: F401  (checkpoint.CheckpointError)
 
 
@@ -85,6 +84,8 @@ def save(args, model, optimizer, scheduler, step, epoch, samples_in_epoch, scale
         model_sd, optimizer_sd = gather(model, optimizer)
     root = Path(args.output_dir) / "checkpoints"
     final = root / f"step-{step:08d}"
+    if getattr(args, "lineage", None) is None:
+        args.lineage = lineage.new_id()
 
     def fill(tmp):
         save_file(_cpu(model_sd), tmp / FILES[0], metadata={"format": FORMAT})
@@ -97,10 +98,14 @@ def save(args, model, optimizer, scheduler, step, epoch, samples_in_epoch, scale
             "samples_in_epoch": samples_in_epoch,
             "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
             "scheduler": scheduler.state_dict() if scheduler is not None else None,
+            "schedule": getattr(schedule.lambda_of(scheduler), "schedule", None),
+            "run": args.lineage,
+            "launch": lineage.launch_id(),
             "sha256": {name: verify.sha256(tmp / name) for name in FILES},
         }
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
 
+    lineage.entries(args.output_dir)  # refuses a checkpoint tree that links elsewhere
     try:
         root.mkdir(parents=True, exist_ok=True)
         atomic.remove_stale(root)  # left by a save that was killed; never a valid checkpoint
@@ -113,32 +118,13 @@ def save(args, model, optimizer, scheduler, step, epoch, samples_in_epoch, scale
             f"could not write checkpoint {str(final)!r} ({verify.why(e)}): free space in "
             f"--output-dir or point it elsewhere; the earlier checkpoints are intact"
         ) from None
-    for stale in list_checkpoints(args.output_dir)[: -args.keep]:
-        shutil.rmtree(stale, ignore_errors=True)
+    lineage.rotate(args.output_dir, args.lineage, step, args.keep)
     return final
 
 
 def list_checkpoints(output_dir):
-    """Checkpoint directories in `output_dir`, oldest first (by step). Temporary ones and symlinks never appear."""
-    root = Path(output_dir) / "checkpoints"
-    if not root.is_dir() or root.is_symlink():
-        return []
-    found = []
-    for p in root.iterdir():
-        if (
-            p.name.startswith("step-")
-            and p.name[5:].isdigit()
-            and p.is_dir()
-            and not p.is_symlink()
-        ):
-            found.append((int(p.name[5:]), p))
-    return [p for _, p in sorted(found)]
-
-
-def remove_all(output_dir):
-    """A fresh run (--resume none): remove the checkpoints of an earlier run in this output dir."""
-    for old in list_checkpoints(output_dir):
-        shutil.rmtree(old, ignore_errors=True)
+    """Checkpoint directories in `output_dir`, oldest first (by step); a symlink there is refused."""
+    return [p for _, p in lineage.entries(output_dir)]
 
 
 def load(path, model, optimizer=None, scaler=None, scheduler=None):
@@ -163,20 +149,21 @@ def load(path, model, optimizer=None, scaler=None, scheduler=None):
     state["flags_kept"] = verify.keep_flags(verify.inner(optimizer), wanted, scheduler is not None)
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
+    state["schedule_notes"] = []
     if scheduler is not None:
-        verify.restore_schedule(scheduler, verify.inner(optimizer), state)
+        state["schedule_notes"] = schedule.restore_schedule(
+            scheduler, verify.inner(optimizer), state
+        )
     return state
 
 
 def restore(resume_from, output_dir, model, optimizer, scaler=None, scheduler=None, log=print):
-    """Apply --resume: "none" starts fresh (the main process removes the old checkpoints), "auto" loads the
-    newest valid checkpoint in `output_dir` (falling back past corrupt ones, and saying so), anything else is a
-    checkpoint directory. Returns (epoch, step, samples_in_epoch) to continue from."""
+    """Apply --resume (after lineage.plan): "none" starts fresh, "auto" loads the newest valid checkpoint in
+    `output_dir` (falling back past corrupt ones, and saying so), anything else is a checkpoint directory.
+    Returns (epoch, step, samples_in_epoch) to continue from, and the checkpoint's lineage (None: fresh)."""
     main = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
-    if resume_from == "none":  # a fresh run: old checkpoints cannot be mistaken for this run's
-        if main:
-            remove_all(output_dir)
-        return 0, 0, 0
+    if resume_from == "none":
+        return 0, 0, 0, None
     candidates = list_checkpoints(output_dir)[::-1] if resume_from == "auto" else [resume_from]
     problems = []
     for path in candidates:
@@ -189,28 +176,34 @@ def restore(resume_from, output_dir, model, optimizer, scaler=None, scheduler=No
             if main:
                 log(f"warning: skipping {e}")
             continue
-        kept = state["flags_kept"]
         if main:
+            notes = state["flags_kept"] + state["schedule_notes"]
             log(
                 f"resuming from {path} (epoch {state['epoch']}, step {state['step']})"
-                + (f"; this run's flags kept: {', '.join(kept)}" if kept else "")
+                + (f"; this run's flags kept: {'; '.join(notes)}" if notes else "")
             )
-        return state["epoch"], state["step"], state["samples_in_epoch"]
+        return state["epoch"], state["step"], state["samples_in_epoch"], state.get("run")
     if problems:
         raise CheckpointError(
             f"no usable checkpoint in {str(output_dir)!r} (newest: {problems[0]})"
         )
-    return 0, 0, 0
+    return 0, 0, 0, None
 
 
 def resume(args, model, optimizer, scheduler, train_loader, scaler=None):
-    """--resume for a rung: `restore` into the bare `model` and the rest, then move the loader to the next
-    unseen batch. Returns (epoch, step, optimizer steps already taken in that epoch)."""
+    """--resume for a rung: decide what it means in this output dir (common/lineage.py), `restore` into the
+    bare `model` and the rest, then move the loader to the next unseen batch. Returns (epoch, step, optimizer
+    steps already taken in that epoch)."""
     from common import data
 
-    epoch, step, samples = restore(
-        args.resume, args.output_dir, model, optimizer, scaler, scheduler
+    main = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
+    resume_from = lineage.plan(args, main)
+    epoch, step, samples, run = restore(
+        resume_from, args.output_dir, model, optimizer, scaler, scheduler
     )
+    args.lineage = (
+        run if isinstance(run, str) else lineage.new_id()
+    )  # rotation deletes only its own
     epoch, done = data.start_at(train_loader, epoch, samples)
     return epoch, step, done
 

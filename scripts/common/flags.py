@@ -15,11 +15,7 @@ from pathlib import Path
 from common.errors import UsageError
 
 # built-in tasks, offline; --dataset replaces them with your own data
-TASKS = (
-    "digits",
-    "cancer",
-    "gpt",
-)
+TASKS = ("digits", "cancer", "gpt")
 RUNG_FLAGS = {  # flag -> where it is honoured, for the refusal's hint
     "nproc": "3_ddp_spawn",
     "sync_bn": "rungs 3-6",
@@ -163,8 +159,14 @@ def parser(description=None):
     o.add_argument(
         "--resume",
         default="none",
-        help="none: start fresh (old checkpoints in --output-dir are removed); auto: the newest "
-        "valid checkpoint in --output-dir, if any; or a checkpoint directory",
+        help="none: start fresh (refused if --output-dir holds checkpoints, unless --overwrite); "
+        "auto: the newest valid checkpoint in --output-dir, if any; or a checkpoint directory",
+    )
+    o.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the checkpoints in --output-dir that are in the way: all of them for a fresh run, "
+        "those at or after the resumed step for --resume <checkpoint> (a rewind)",
     )
     o.add_argument("--keep", type=int, default=3, help="how many of the newest checkpoints to keep")
     o.add_argument(
@@ -188,17 +190,8 @@ def parse(description=None, argv=None, uses=()):
             raise UsageError(f"{flag} is not used by {Path(sys.argv[0]).stem}: {where} take(s) it")
     if args.output_dir is None:
         args.output_dir = os.path.join("out", Path(sys.argv[0]).stem)
-    for name in (
-        "batch_size",
-        "epochs",
-        "keep",
-        "block_size",
-        "n_layer",
-        "n_head",
-        "n_embd",
-        "image_size",
-        "gradient_accumulation_steps",
-    ):
+    positive = "batch_size epochs keep block_size n_layer n_head n_embd image_size"
+    for name in positive.split() + ["gradient_accumulation_steps"]:
         if getattr(args, name) < 1:
             raise UsageError(
                 f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})"
@@ -214,6 +207,10 @@ def parse(description=None, argv=None, uses=()):
         )
     if not 0 <= args.seed < 2**63:
         raise UsageError(f"--seed must be between 0 and 2**63 - 1 (got {args.seed})")
+    if args.overwrite and args.resume == "auto":
+        raise UsageError(
+            "--overwrite deletes checkpoints and --resume auto continues them: pass one of the two"
+        )
     args.max_steps = args.max_steps or sys.maxsize  # 0 means no limit
     if not args.dist_timeout > 0:
         raise UsageError(f"--dist-timeout must be more than 0 seconds (got {args.dist_timeout:g})")

@@ -22,9 +22,10 @@ def lock_output_dir(output_dir):
     """Take `<output-dir>/.lock` for this process, or raise UsageError naming the run that holds it."""
     path = Path(output_dir)
     check_writable(path)
-    if (path / ".lock").is_dir():
-        raise UsageError(
-            f"{str(path / '.lock')!r} is a directory, where the run keeps its lock file: remove it"
+    if (path / ".lock").is_dir() or (path / ".lock").is_symlink():
+        raise UsageError(  # a planted link would make the lock truncate the file it points to
+            f"{str(path / '.lock')!r} is a directory or a symlink, where the run keeps its lock "
+            f"file: remove it"
         )
     lock = FileLock(path / ".lock", timeout=0)
     try:

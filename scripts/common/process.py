@@ -89,6 +89,12 @@ def prepare(args):
         from common import lock
 
         lock.lock_output_dir(args.output_dir)
+        runs = os.path.join(args.output_dir, "runs")
+        if args.report_to == "tensorboard" and os.path.exists(runs) and not os.path.isdir(runs):
+            raise UsageError(
+                f"{runs!r} is a file, where --report-to tensorboard writes its events: move it "
+                f"away, or pass another --output-dir"
+            )
 
 
 def free_port(port=0, fix="set MASTER_PORT to a free port, or unset it (a free one is picked)"):

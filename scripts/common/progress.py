@@ -158,6 +158,12 @@ class Tracker:
         if self.hook is None:  # accelerate's AcceleratedOptimizer holds the torch optimizer
             inner = getattr(optimizer, "optimizer", optimizer)
             self.hook = inner.register_step_pre_hook(lambda *_: self._take_norm(model))
+        import torch.distributed as dist
+
+        if dist.is_initialized():  # the global batch's loss, not this rank's share: a collective
+            loss = loss.clone()
+            dist.all_reduce(loss)
+            loss /= dist.get_world_size()
         if not _main_process():
             return
         if self.writer is None:

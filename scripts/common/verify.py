@@ -17,6 +17,11 @@ FORMAT = "ddp-ladder-checkpoint/3"  # /3: the optimizer's state keyed by paramet
 
 
 FILES = ("model.safetensors", "optimizer.safetensors")
+STATE_ITEMS = {  # the per-parameter state of the optimizers torch ships, as a checkpoint may hold it
+    "SGD": {"momentum_buffer"},
+    "Adam": {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+    "AdamW": {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+}
 
 
 class CheckpointError(UsageError):
@@ -24,8 +29,7 @@ class CheckpointError(UsageError):
 
 
 def inner(optimizer):
-    # accelerate's AcceleratedOptimizer holds the real one
-    return getattr(optimizer, "optimizer", optimizer)
+    return getattr(optimizer, "optimizer", optimizer)  # accelerate's AcceleratedOptimizer holds it
 
 
 def bare(model):
@@ -59,11 +63,22 @@ def valid_state(state):
     if state.get("format") != FORMAT:
         raise ValueError(
             f"format {state.get('format')!r}, expected {FORMAT!r} (an older version's checkpoint: "
-            f"start again with --resume none)"
+            f"start afresh with --overwrite)"
         )
     for key in ("step", "epoch", "samples_in_epoch"):
         if type(state.get(key)) is not int or state[key] < 0:
             raise ValueError(f"{key!r} is {state.get(key)!r}, not a whole number")
+    scaler, scheduler = state.get("scaler"), state.get("scheduler")
+    if scaler is not None and not (
+        isinstance(scaler, dict)
+        and all(type(scaler.get(k)) in (int, float) for k in ("scale", "growth_factor"))
+        and scaler["scale"] > 0
+    ):
+        raise ValueError(f"'scaler' is {str(scaler)[:40]!r}, not a GradScaler's state")
+    if scheduler is not None and not (
+        isinstance(scheduler, dict) and scheduler.get("last_epoch") == state["step"]
+    ):
+        raise ValueError(f"the LR scheduler's step is not the checkpoint's step {state['step']}")
     hashes = state.get("sha256")
     if (
         not isinstance(hashes, dict)
@@ -86,7 +101,7 @@ def read(path):
     if not path.is_dir():
         raise CheckpointError(
             f"checkpoint {str(path)!r} does not exist: pass a checkpoint directory "
-            f"(<output-dir>/checkpoints/step-N), --resume auto, or --resume none"
+            f"(<output-dir>/checkpoints/step-N), --resume auto, or start afresh with --overwrite"
         )
     if (path / "checkpoints").is_dir() and not (path / "state.json").exists():
         raise CheckpointError(
@@ -102,7 +117,14 @@ def read(path):
         ) from None
     for name, digest in state["sha256"].items():
         file = path / name
-        if not file.is_file() or sha256(file) != digest:
+        try:
+            digest_ok = file.is_file() and sha256(file) == digest
+        except OSError as e:  # removed while read: another run's rotation
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} could not be read ({why(e)}): another run may have "
+                f"removed it; resume from a checkpoint no running job rotates away"
+            ) from None
+        if not digest_ok:
             problem = (
                 "is missing"
                 if not file.is_file()
@@ -125,15 +147,16 @@ def read(path):
     return state, model_sd, optimizer_sd, groups, values
 
 
-def names(model):
+def names(model, of=lambda value: tuple(value.shape)):
     """The model's parameter and buffer names as a checkpoint keys them: without the prefixes that wrappers
-    add to the module tree (DDP's `module.`, torch.compile's `_orig_mod.`), as the state-dict API does."""
+    add to the module tree (DDP's `module.`, torch.compile's `_orig_mod.`), as the state-dict API does; each
+    with its shape (or what `of` takes from the tensor)."""
     strip = ("module.", "_orig_mod.")
     out = {}
     for key, value in model.state_dict().items():
         while key.startswith(strip):
             key = key.split(".", 1)[1]
-        out[key] = tuple(value.shape)
+        out[key] = of(value)
     return out
 
 
@@ -142,7 +165,9 @@ def check_fits(path, model, tensors):
     got = {k: tuple(v.shape) for k, v in tensors.items()}
     missing, unexpected = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
     wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
-    if missing or unexpected or wrong:
+    dtypes = names(model, of=lambda value: value.dtype)  # never cast a weight silently
+    cast = sorted(k for k in set(dtypes) & set(got) if tensors[k].dtype != dtypes[k])
+    if missing or unexpected or wrong or cast:
         details = "; ".join(
             part
             for part in (
@@ -151,12 +176,15 @@ def check_fits(path, model, tensors):
                 f"shape of {wrong[0]} is {got[wrong[0]]}, model has {expected[wrong[0]]}"
                 if wrong
                 else "",
+                f"{cast[0]} is {tensors[cast[0]].dtype}, model has {dtypes[cast[0]]}"
+                if cast
+                else "",
             )
             if part
         )
         raise CheckpointError(
             f"checkpoint {str(path)!r} was written for another model ({details}): use the "
-            f"--task/--model/--dataset it was trained with, or --resume none"
+            f"--task/--model/--dataset it was trained with, or start afresh with --overwrite"
         )
 
 
@@ -175,7 +203,7 @@ def optimizer_state(path, model, optimizer, tensors, groups, values):
     }
     another = CheckpointError(
         f"checkpoint {str(path)!r} holds the state of another optimizer or model: "
-        f"resume with the same --model and optimizer, or --resume none"
+        f"resume with the same --model and optimizer, or start afresh with --overwrite"
     )
     ok = (
         isinstance(groups, list)
@@ -184,35 +212,22 @@ def optimizer_state(path, model, optimizer, tensors, groups, values):
     )
     if not ok or sorted(p for g in groups for p in g["params"]) != sorted(shapes):
         raise another
-    state = {}
+    state, known = {}, STATE_ITEMS.get(type(inner(optimizer)).__name__)
     for key, value in tensors.items():
         name, _, item = key[len("state.") :].rpartition(".")
-        if name not in shapes or tuple(value.shape) not in (shapes[name], ()):
+        shape = () if item == "step" else shapes.get(name)  # a step count is a scalar tensor
+        if name not in shapes or tuple(value.shape) != shape or not value.is_floating_point():
             raise another
         state.setdefault(name, {})[item] = value
     for key, value in values.items():
         name, _, item = key.rpartition(".")
-        if name not in shapes:
+        if name not in shapes or type(value) not in (int, float, bool, type(None)):
             raise another
         state.setdefault(name, {})[item] = value
+    items = {frozenset(s) for s in state.values()}
+    if len(items) > 1 or (known is not None and items and not items.pop() <= known):
+        raise another  # every parameter has the same state, of the names this optimizer uses
     return {"state": state, "param_groups": groups}
-
-
-def restore_schedule(scheduler, optimizer, state):
-    """Put a LambdaLR back at the checkpoint's step, through its own load_state_dict; the rates are then
-    recomputed from the closed form (--lr x factor(step)), so a changed --lr applies from the next step."""
-    # accelerate's AcceleratedScheduler holds it
-    scheduler = getattr(scheduler, "scheduler", scheduler)
-    saved = state.get("scheduler")
-    step = saved.get("last_epoch") if isinstance(saved, dict) else None
-    # no scheduler saved: the optimizer's step
-    step = step if type(step) is int and step >= 0 else state["step"]
-    base = [group["initial_lr"] for group in optimizer.param_groups]
-    for group, lr, factor in zip(optimizer.param_groups, base, scheduler.lr_lambdas):
-        group["lr"] = lr * factor(step)
-    lrs = [group["lr"] for group in optimizer.param_groups]
-    saved = {"last_epoch": step, "_step_count": step + 1, "base_lrs": base, "_last_lr": lrs}
-    scheduler.load_state_dict({**scheduler.state_dict(), **saved})
 
 
 def keep_flags(optimizer, wanted, scheduled=False):

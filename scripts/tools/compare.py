@@ -14,6 +14,7 @@ the step counts and global batches match), 1 when they do not, 2 when a side can
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -21,10 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 # what DDP / DataParallel and torch.compile put before a saved name
-PREFIXES = (
-    "module.",
-    "_orig_mod.",
-)
+PREFIXES = ("module.", "_orig_mod.")
 
 
 def bare_key(key):
@@ -34,33 +32,73 @@ def bare_key(key):
     return key
 
 
+RUN_KEYS = ("rung", "global_batch_size", "steps", "eval_accuracy", "eval_samples")
+
+
+def read_metrics(path):
+    """A ladder run's metrics.json, checked for the fields compare prints; ValueError otherwise."""
+    try:
+        metrics = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{str(path)!r} is not readable JSON ({e})") from None
+    missing = [k for k in RUN_KEYS if not isinstance(metrics, dict) or k not in metrics]
+    if missing:
+        raise ValueError(
+            f"{str(path)!r} is not a ladder run's metrics (no {', '.join(missing)}): pass the "
+            f"run's model.safetensors instead of its directory"
+        )
+    return metrics
+
+
+def _torch_load(path):
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # weights_only refuses anything but tensors and plain containers
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # torch's message holds terminal escapes
+        pickled = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+        if pickled:
+            raise ValueError(
+                f"{str(path)!r} pickles a {pickled.group(1)} object (torch.save(model) saves the "
+                f"whole module), which cannot be loaded without running code from the file: save "
+                f"model.state_dict() instead (under DDP: model.module.state_dict())"
+            ) from None
+        first = (text.strip().splitlines() or [type(e).__name__])[0]
+        raise ValueError(
+            f"{str(path)!r} is not a state_dict that loads with weights_only=True ({first[:160]})"
+        ) from None
+
+
 def load_weights(path):
     """(state dict with bare names, metrics dict or None) for a run directory or a weight file."""
     path = Path(path)
     metrics = None
     if path.is_dir():
         metrics_file = path / "metrics.json"
-        metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
+        metrics = read_metrics(metrics_file) if metrics_file.exists() else None
         path = path / "model.safetensors"
     if not path.is_file():
         raise ValueError(
             f"{str(path)!r} does not exist: pass a run's --output-dir or a weight file"
         )
     if path.suffix == ".safetensors":
-        state = load_file(str(path))
-    else:
         try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:  # weights_only refuses anything but tensors and plain containers
+            state = load_file(str(path))
+        except Exception as e:  # safetensors raises several types for a damaged file
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ValueError(
-                f"{str(path)!r} is not a state_dict that loads with weights_only=True ({first[:160]})"
+                f"{str(path)!r} is not a readable safetensors file ({first[:160]})"
             ) from None
+    else:
+        state = _torch_load(path)
         state = (
             state.get("model", state.get("state_dict", state)) if isinstance(state, dict) else state
         )
-    if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
-        raise ValueError(f"{str(path)!r} holds no state_dict of tensors")
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and torch.is_tensor(v) for k, v in state.items()
+    ):
+        raise ValueError(f"{str(path)!r} holds no state_dict of named tensors")
+    if not state:
+        raise ValueError(f"{str(path)!r} holds an empty state_dict: there is nothing to compare")
     return {bare_key(k): v for k, v in state.items()}, metrics
 
 

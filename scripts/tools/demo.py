@@ -51,7 +51,8 @@ def main():
     rows, reference, failed = [], None, []
     for name, cmd in rungs(opts.global_batch):
         out = Path(opts.output_dir) / name.split()[0]
-        cmd = cmd + ["--output-dir", str(out), *extra]
+        # --overwrite: a second `make demo` starts each rung afresh instead of refusing the old checkpoints
+        cmd = cmd + ["--output-dir", str(out), "--overwrite", *extra]
         shown = [
             Path(c).name if i == 0 else os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c
             for i, c in enumerate(cmd)

@@ -503,27 +503,54 @@ def main(argv=None):
     if not args.files:
         print("error: no file given: python scripts/tools/doctor.py train.py", file=sys.stderr)
         return 2
-    found = []
-    for name in args.files:
-        path = Path(name)
+    unreadable, findings = 0, 0
+    for name in python_files(args.files):
         try:
-            source = path.read_text(encoding="utf-8")
-            found += check_source(source, name)
-        except (OSError, UnicodeDecodeError) as e:
-            print(
-                f"error: cannot read {name} ({getattr(e, 'strerror', None) or e}): pass a Python file",
-                file=sys.stderr,
+            found = check_source(Path(name).read_text(encoding="utf-8"), name)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as e:
+            unreadable += 1
+            print(f"error: {name}: {why_unchecked(e)}", file=sys.stderr)
+            continue
+        findings += len(found)
+        for finding in found:
+            print(finding)
+    return 2 if unreadable else (1 if findings else 0)  # 2: a file could not be checked
+
+
+def why_unchecked(e):
+    """One line on why a file could not be analysed, naming what to do."""
+    if isinstance(e, (OSError, UnicodeDecodeError)):
+        return f"cannot read it ({getattr(e, 'strerror', None) or e}): pass a Python file"
+    if isinstance(e, RecursionError):  # a valid file nested deeper than ast can walk
+        return "is nested too deeply for Python's ast to analyse (a very long expression)"
+    if isinstance(e, ValueError) or "null bytes" in str(getattr(e, "msg", "")):
+        return "holds a null byte, so it is not Python source: pass the .py file"
+    version = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+    where = f"{e.lineno}:{e.offset or 0}: " if e.lineno else ""
+    return (
+        f"{where}not valid {version} ({e.msg}; parsed by {sys.executable}): fix the syntax, or "
+        f"run doctor with the Python that runs the script"
+    )
+
+
+def python_files(names):
+    """The files named, with directories expanded to their *.py files as flake8 does (hidden directories,
+    __pycache__ and virtualenvs skipped)."""
+    for name in names:
+        path = Path(name)
+        if not path.is_dir():
+            yield name
+            continue
+        for file in sorted(path.rglob("*.py")):
+            parts = file.relative_to(path).parts[:-1]
+            skipped = any(
+                part.startswith(".")
+                or part == "__pycache__"
+                or (path.joinpath(*parts[: i + 1]) / "pyvenv.cfg").exists()
+                for i, part in enumerate(parts)
             )
-            return 2
-        except SyntaxError as e:
-            print(
-                f"error: {name}:{e.lineno}:{(e.offset or 0)}: not valid Python ({e.msg}): fix the syntax first",
-                file=sys.stderr,
-            )
-            return 2
-    for finding in found:
-        print(finding)
-    return 1 if found else 0
+            if not skipped:
+                yield str(file)
 
 
 if __name__ == "__main__":

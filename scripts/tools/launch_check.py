@@ -82,6 +82,19 @@ def load_config(path):
 def check_config(path, cpu_target):
     config = load_config(path)
     kind = str(config.distributed_type).rsplit(".", 1)[-1]
+    for key in ("num_processes", "num_machines"):
+        value = getattr(config, key, 1)
+        if type(value) is not int or value < 1:
+            raise UsageError(
+                f"accelerate config {path!r}: {key} is {value!r}, not a whole number of at least 1 "
+                f"(write it without quotes)"
+            )
+    precision = str(getattr(config, "mixed_precision", None) or "no").rsplit(".", 1)[-1].lower()
+    if precision not in ("no", "fp16", "bf16"):
+        raise UsageError(
+            f"accelerate config {path!r} asks for mixed_precision {precision}, which the rungs do not "
+            f"run (fp8 needs an H100-class GPU and TransformerEngine or torchao): use bf16"
+        )
     if kind == "MULTI_CPU":
         raise UsageError(
             f"accelerate config {path!r} is MULTI_CPU, which runs ONE process without MPI: use "
@@ -97,9 +110,9 @@ def check_config(path, cpu_target):
             f"accelerate config {path!r} spans {config.num_machines} machines and main_process_ip is "
             f"empty: set it to machine 0's address (the same in every machine's file)"
         )
-    processes = config.num_processes // max(1, config.num_machines)
-    if kind != "NO" and not config.use_cpu:
-        found = gpus()
+    processes = config.num_processes // config.num_machines
+    if not config.use_cpu:  # a NO config (1gpu.yaml) takes the GPU too, and would train on the CPU
+        found, processes = gpus(), max(1, processes)
         if found < processes:
             raise UsageError(
                 f"accelerate config {path!r} starts {processes} GPU processes on this machine and "
@@ -107,7 +120,16 @@ def check_config(path, cpu_target):
             )
 
 
+def processes(text):
+    """NPROC as the Makefile passes it: a whole number of at least 1 (torchrun would assert on the rest)."""
+    if not (text.isdigit() and int(text) >= 1):
+        raise UsageError(f"NPROC={text} is not a number of processes: pass NPROC=2 (or any n >= 1)")
+    return int(text)
+
+
 def check_port(port):
+    if not 1 <= port <= 65535:
+        raise UsageError(f"port {port} is not a TCP port: pass one between 1 and 65535")
     process.free_port(port, "pass another port, or stop what holds it")
 
 
@@ -115,7 +137,8 @@ def main():
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--gpus", type=int, default=0, help="GPUs this launch needs on this machine")
+    p.add_argument("--gpus", default="0", help="GPUs this launch needs on this machine")
+    p.add_argument("--nproc", help="processes this launch starts on this machine (NPROC)")
     p.add_argument("--config", help="an accelerate config file the launch will use")
     p.add_argument("--port", type=int, help="a rendezvous port the launch will listen on")
     p.add_argument(
@@ -124,11 +147,13 @@ def main():
     p.add_argument("--target", help="what is being launched (for the message)")
     args = p.parse_args()
     try:
-        if args.gpus:
-            check_gpus(args.gpus, args.cpu_target, args.target)
+        if args.nproc is not None:
+            processes(args.nproc)
+        if args.gpus != "0":
+            check_gpus(processes(args.gpus), args.cpu_target, args.target)
         if args.config:
             check_config(args.config, args.cpu_target)
-        if args.port:
+        if args.port is not None:
             check_port(args.port)
     except UsageError as e:
         errors.fail(e)
