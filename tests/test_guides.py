@@ -345,40 +345,49 @@ def test_sh_blocks_only_where_they_run_here():
 
 @pytest.mark.launch
 @pytest.mark.parametrize(
-    "script,expected",
+    "script,env,expected",
     [
         (
             "torchrun.sbatch",
+            {"SLURM_GPUS_ON_NODE": "4"},
             [
-                "srun --kill-on-bad-exit=1 torchrun --nnodes=3 --nproc_per_node=4 --rdzv-id=777",
+                "job 777 start 1 on node01: 3 node(s) x 4 process(es), rendezvous node01:29500, "
+                "output out/ddp-ladder-torchrun-777/",
+                "srun --kill-on-bad-exit=1 torchrun --nnodes=3 --nproc_per_node=4 --rdzv-id=777-",
                 "--rdzv-backend=c10d --rdzv-endpoint=node01:29500 --max-restarts=3",
-                "scripts/4_ddp_torchrun.py --resume auto --output-dir out/slurm-777 --task cancer",
+                "scripts/4_ddp_torchrun.py --output-dir out/ddp-ladder-torchrun-777 --task cancer",
+            ],
+        ),
+        (  # CPU nodes, requeued once: NPROC_PER_NODE processes, and the run continues its checkpoints
+            "torchrun.sbatch",
+            {"SLURM_GPUS_ON_NODE": "0", "NPROC_PER_NODE": "2", "SLURM_RESTART_COUNT": "1"},
+            [
+                "job 777 start 2 on node01: 3 node(s) x 2 process(es)",
+                "--nproc_per_node=2",
+                "scripts/4_ddp_torchrun.py --resume auto --output-dir out/ddp-ladder-torchrun-777",
             ],
         ),
         (
             "accelerate.sbatch",
+            {"SLURM_GPUS_ON_NODE": "4", "MIXED_PRECISION": "no"},
             [
-                "--config_file accelerate_configs/2machines_rank0.yaml",
+                "--config_file accelerate_configs/2machines_rank0.yaml --mixed_precision no",
                 "--num_machines 3 --num_processes 12",
                 "--machine_rank $SLURM_NODEID",
                 "--main_process_ip node01 --main_process_port 29500",
-                "scripts/6_accelerate.py --resume auto --output-dir out/slurm-777 --task cancer",
+                "scripts/6_accelerate.py  --output-dir out/ddp-ladder-accelerate-777 --task cancer",
             ],
         ),
     ],
 )
-def test_slurm_scripts_parse_and_build_the_documented_command(script, expected):
+def test_slurm_scripts_parse_and_build_the_documented_command(script, env, expected):
     path = ROOT / "scripts" / "labs" / "slurm" / script
     assert subprocess.run(["bash", "-n", path]).returncode == 0
     text = path.read_text()
-    assert "#SBATCH --requeue" in text and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in text
-    env = {
-        **os.environ,
-        "DRY_RUN": "1",
-        "SLURM_JOB_ID": "777",
-        "SLURM_NNODES": "3",
-        "SLURM_GPUS_ON_NODE": "4",
-    }
+    for line in ("--requeue", "--open-mode=append", "--signal=B:USR1@", "--output=slurm-%x-%j.out"):
+        assert f"#SBATCH {line}" in text
+    assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in text
+    env = {**os.environ, "DRY_RUN": "1", "SLURM_JOB_ID": "777", "SLURM_NNODES": "3", **env}
     out = subprocess.run(
         ["bash", path, "--task", "cancer"], env=env, capture_output=True, text=True, check=True
     ).stdout

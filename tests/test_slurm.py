@@ -1,0 +1,161 @@
+"""The sbatch scripts under a real Slurm cluster (tests/slurm_cluster.py: slurmctld and two slurmd on this
+machine), as a user submits them on CPU nodes: two nodes x 1 process, each job interrupted once and requeued,
+each ending on rung 1's weights. And the multi-node torchrun restart that used to delete the checkpoints.
+
+Slurm's own clock is the one thing not waited for: the time-limit warning (`--signal=B:USR1@300`) is sent with
+`scancel --batch --signal=USR1`, what Slurm sends at that time; guides/multi-node.md has a real `--time=1` run."""
+
+import os
+import subprocess
+
+import pytest
+from slurm_cluster import Cluster, Unavailable
+from test_reliability import RESTART_ENV, TASK, run, weights
+
+from conftest import BIN, OFFLINE, ROOT, SCRIPTS, free_port, max_abs_diff
+
+pytestmark = pytest.mark.launch
+# 2 nodes x 16 = rung 1's 32; 140 steps (about 8 s): the interruption lands well before the end
+FLAGS = ["--task", "cancer", "--epochs", "10", "--batch-size", "16"]
+CPU_NODES = ["--nodes=2", "--gpus-per-node=0", "--cpus-per-task=1", "--time=10"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    try:
+        c = Cluster(tmp_path_factory.mktemp("slurm")).start()
+    except Unavailable as e:
+        pytest.skip(f"no Slurm here: {e}")
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory, data_dir):
+    """Rung 1 at the jobs' global batch, uninterrupted: where every job must end."""
+    out = tmp_path_factory.mktemp("plain")
+    run(1, out, data_dir, "--task", "cancer", "--epochs", "10")
+    return weights(out)
+
+
+def submit_and_interrupt(cluster, script, name, data_dir, plain, interrupt, env=None):
+    """Submit `script` on two CPU nodes, interrupt it once its first checkpoint is written, let the requeued job
+    run to the end. Asserts it completed after one requeue with every start in its log, and returns the log and
+    the max |w - w_rung1| of its weights."""
+    job = cluster.sbatch(
+        *CPU_NODES,
+        f"--job-name={name}",
+        "--export=ALL,NPROC_PER_NODE=1" + "".join(f",{k}={v}" for k, v in (env or {}).items()),
+        f"scripts/labs/slurm/{script}",
+        *FLAGS,
+        "--data-dir",
+        str(data_dir),
+        cwd=ROOT,
+    )
+    out = ROOT / "out" / f"{name}-{job}"
+    log = ROOT / f"slurm-{name}-{job}.out"
+    try:
+        cluster.wait(job, lambda s: s == "RUNNING" and any(out.glob("checkpoints/step-*")))
+        subprocess.run([*interrupt, str(job)], env=cluster.env, check=True, timeout=30)
+        state, restarts = cluster.wait(
+            job, lambda s: s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+        )
+        text = log.read_text()
+        starts = [line for line in text.splitlines() if f"job {job} start " in line]
+        assert state == "COMPLETED" and restarts == 1 and len(starts) == 2, text[-3000:]
+        assert "2 node(s) x 1 process(es)" in starts[1] and "requeued, it resumes there" in text
+        assert "stopped by SIGTERM at step" in text and "resuming from" in text, text[-3000:]
+        return text, max_abs_diff(weights(out), plain)
+    finally:
+        subprocess.run(["scancel", str(job)], env=cluster.env, capture_output=True)
+        log.unlink(missing_ok=True)
+        subprocess.run(["rm", "-rf", str(out)])
+
+
+def test_torchrun_sbatch_on_two_nodes_is_requeued_and_ends_on_rung_1s_weights(
+    cluster, plain, data_dir
+):
+    """`scontrol requeue` mid-run: Slurm's SIGTERM reaches the rung through srun and torchrun, it checkpoints,
+    the job is requeued (Restarts=1), its log keeps both starts, and the second start resumes."""
+    _, diff = submit_and_interrupt(
+        cluster, "torchrun.sbatch", "ladder-torchrun", data_dir, plain, ["scontrol", "requeue"]
+    )
+    print(f"\ntorchrun.sbatch, 2 nodes, requeued once: max |w - w_rung1| = {diff:.2e}")
+    assert diff <= 1e-5
+
+
+def test_accelerate_sbatch_at_its_time_limit_requeues_itself_and_ends_on_rung_1s_weights(
+    cluster, plain, data_dir
+):
+    """The time-limit warning (USR1 to the batch script): the script sends SIGTERM to the job's steps, the rung
+    checkpoints, the script requeues the job itself (a time limit never requeues by --requeue), and the next
+    start resumes. The same path serves `scancel --signal=TERM`."""
+    _, diff = submit_and_interrupt(
+        cluster,
+        "accelerate.sbatch",
+        "ladder-accelerate",
+        data_dir,
+        plain,
+        ["scancel", "--batch", "--signal=USR1"],
+        env={"MIXED_PRECISION": "no"},
+    )
+    print(f"\naccelerate.sbatch, 2 nodes, time-limit requeue: max |w - w_rung1| = {diff:.2e}")
+    assert diff <= 1e-5
+
+
+def test_two_node_torchrun_restart_keeps_the_checkpoints_and_completes(
+    tmp_path, data_dir, reference
+):
+    """Issue 24: two torchrun agents (c10d, --max-restarts=1), rank 1 SIGKILLed at step 20. The healthy node
+    restarts its worker with TORCHELASTIC_RESTART_COUNT=0; it used to start afresh and delete the checkpoints,
+    and the directory ended empty. The checkpoints carry the launch's id (--rdzv-id), so both nodes resume."""
+    port = free_port()
+    env = {
+        **os.environ,
+        **OFFLINE,
+        **RESTART_ENV,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": str(ROOT / "tests" / "faults"),
+        "DDP_LADDER_FAULT": "kill@20:1",
+        "DDP_LADDER_FAULT_MARKER": str(tmp_path / "marker"),
+    }
+    procs = [
+        subprocess.Popen(
+            [
+                str(BIN / "torchrun"),
+                "--nnodes=2",
+                "--nproc_per_node=1",
+                "--max-restarts=1",
+                "--rdzv-backend=c10d",
+                "--rdzv-id=job-7",
+                f"--rdzv-endpoint=127.0.0.1:{port}",
+                str(SCRIPTS / "4_ddp_torchrun.py"),
+                *TASK,
+                "--batch-size",
+                "16",
+                "--data-dir",
+                str(data_dir),
+                "--output-dir",
+                str(tmp_path / "out"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [p.communicate(timeout=240) for p in procs]
+    output = "\n".join(out + err for out, err in results)
+    assert [p.returncode for p in procs] == [0, 0], output[-4000:]
+    assert "fault: kill" in output and "resuming from" in output and "step 14)" in output, output[
+        -4000:
+    ]
+    assert sorted(p.name for p in (tmp_path / "out" / "checkpoints").iterdir()) == [
+        "step-00000014",
+        "step-00000028",
+    ]
+    diff = max_abs_diff(weights(tmp_path / "out"), reference[1])
+    print(f"\ntwo torchrun nodes, rank 1 killed at step 20: max |w - w_rung1| = {diff:.2e}")
+    assert diff <= 1e-5
