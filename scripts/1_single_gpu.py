@@ -79,7 +79,8 @@ def main(args):
             scheduler.step()  # the learning rate of the next step
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
+            # --report-to, --log-every; evaluate() each epoch or --eval-every steps, best model kept
+            recorder.log(step, loss_sum, optimizer, model, evaluate)
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         train_loss = recorder.epoch(step, loss_sum)  # the mean; stops on NaN or inf

@@ -99,7 +99,8 @@ def main(local_rank, args):
             scheduler.step()  # the learning rate of the next step
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
+            # --report-to, --log-every; evaluate() each epoch or --eval-every steps, best model kept
+            recorder.log(step, loss_sum, optimizer, model, evaluate)
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         dist.all_reduce(loss_sum)  # the loss over the global batch, not this rank's share alone

@@ -33,7 +33,6 @@ def main(args):
         dataloader_config=DataLoaderConfiguration(split_batches=True),  # batches are global
         kwargs_handlers=[InitProcessGroupKwargs(timeout=args.dist_timeout)],
     )
-    args.mixed_precision = accelerator.mixed_precision  # what the launch chose, for metrics.json
     world_size = accelerator.num_processes
     is_main = accelerator.is_main_process
     device = accelerator.device
@@ -107,7 +106,8 @@ def main(args):
             if not accelerator.sync_gradients:
                 continue  # more micro-batches before this optimizer step
             step += 1
-            recorder.log(step, loss_sum, optimizer, model)  # --report-to: loss, lr, grad norm
+            # --report-to, --log-every; evaluate() each epoch or --eval-every steps, best model kept
+            recorder.log(step, loss_sum, optimizer, model, evaluate)
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         loss_sum = accelerator.reduce(loss_sum, "sum")  # the global batch's, not this rank's share

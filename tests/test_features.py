@@ -152,25 +152,85 @@ def test_torchrun_summary_shows_the_workers_error(tmp_path, data_dir):
     assert 'File "' in summary  # the worker's traceback, a real crash's
 
 
-def tensorboard_losses(out):
+def tensorboard_events(out):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    (events,) = (out / "runs").glob("events.out.tfevents.*")
+    (run,) = (
+        out / "runs"
+    ).iterdir()  # one directory per run (its lineage), never mixed with another's
+    (events,) = run.glob("events.out.tfevents.*")
     acc = EventAccumulator(str(events))
     acc.Reload()
-    return {e.step: e.value for e in acc.Scalars("train/loss")}
+    return acc
 
 
 @pytest.mark.launch
-def test_tensorboard_logs_the_global_batchs_loss_at_every_world_size(tmp_path, data_dir):
-    """Issue 26: at 2 processes --report-to tensorboard logged rank 0's share of each step's loss (up to 0.062
-    from rung 1's). The tracker all-reduces it: rung 3 at 2 processes x 8 x 2 micro-batches logs rung 1's
-    losses at 32 = 16 x 2 micro-batches, step for step."""
+def test_tensorboard_and_the_evaluations_agree_at_every_world_size(tmp_path, data_dir):
+    """Issue 26: at 2 processes --report-to tensorboard logged rank 0's share of each step's loss (up to 0.11
+    from rung 1's); the tracker all-reduces it. Issue 25: evaluation each epoch, in metrics.json's history and
+    TensorBoard (read back with tensorboard's own EventAccumulator), with the run's hparams and the best model.
+    Rung 3 at 2 processes x 8 x 2 micro-batches against rung 1 at 32 = 16 x 2: the same per-step losses, the
+    same sharded evaluations as one process's, the same best checkpoint."""
     flags = [*TASK, "--gradient-accumulation-steps", 2, "--report-to", "tensorboard"]
     run(1, tmp_path / "1", data_dir, *flags, "--batch-size", 16)
     run(3, tmp_path / "3", data_dir, *flags, "--batch-size", 8)
-    plain, ddp = tensorboard_losses(tmp_path / "1"), tensorboard_losses(tmp_path / "3")
-    assert sorted(plain) == sorted(ddp) == list(range(1, 29))
-    worst = max(abs(plain[s] - ddp[s]) for s in plain)
+    plain, ddp = tensorboard_events(tmp_path / "1"), tensorboard_events(tmp_path / "3")
+    losses = [{e.step: e.value for e in acc.Scalars("train/loss")} for acc in (plain, ddp)]
+    assert sorted(losses[0]) == sorted(losses[1]) == list(range(1, 29))
+    worst = max(abs(losses[0][s] - losses[1][s]) for s in losses[0])
     print(f"\nper-step TensorBoard loss, rung 3 at 2 processes vs rung 1: max diff {worst:.2e}")
     assert worst <= 1e-5
+    for acc in (plain, ddp):
+        assert [e.step for e in acc.Scalars("eval/loss")] == [14, 28]
+        assert {"eval/accuracy", "hparam/best_eval_loss"} <= set(acc.Tags()["scalars"])
+    history = [json.loads((tmp_path / r / "metrics.json").read_text())["history"] for r in "13"]
+    assert [h["step"] for h in history[0]] == [h["step"] for h in history[1]] == [14, 28]
+    for a, b in zip(*history):
+        assert (
+            abs(a["eval_loss"] - b["eval_loss"]) <= 1e-6
+            and a["eval_accuracy"] == b["eval_accuracy"]
+        )
+    best = [json.loads((tmp_path / r / "best" / "eval.json").read_text()) for r in "13"]
+    assert best[0]["step"] == best[1]["step"] and best[0]["eval_loss"] == pytest.approx(
+        best[1]["eval_loss"], abs=1e-6
+    )
+    assert max_abs_diff(*(weights(tmp_path / r / "best") for r in "13")) <= 1e-5
+
+
+@pytest.mark.launch
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a GPU")
+def test_rung6_refuses_an_accumulation_the_environment_changes_and_records_a_gpu_config_on_a_cpu(
+    tmp_path, data_dir
+):
+    """Issue 25: with ACCELERATE_GRADIENT_ACCUMULATION_STEPS=4 exported, rung 6 trained with 4 (eval accuracy
+    0.64 against 0.90) while metrics.json said 1: now one line. (`accelerate launch --gradient_accumulation_steps`
+    reaches DeepSpeed only: a DDP launch never sees it, so guides/step-5-6.md warns instead.) A GPU config on a
+    machine without GPUs (1gpu.yaml, which accelerate tells the script about) trains on the CPU with a one-line
+    warning, recorded in metrics.json; a warning, not a refusal, since Slurm's CPU nodes run the multi-machine
+    GPU config on purpose."""
+    flags = ["--data-dir", data_dir, "--task", "cancer", "--epochs", 1]
+    proc = run_script(
+        "6_accelerate.py",
+        *flags,
+        "--output-dir",
+        tmp_path / "env",
+        launcher=accelerate(),
+        env={"ACCELERATE_GRADIENT_ACCUMULATION_STEPS": "4"},
+        check=False,
+    )
+    assert proc.returncode != 0 and "ACCELERATE_GRADIENT_ACCUMULATION_STEPS=4" in proc.stderr
+    assert "would override --gradient-accumulation-steps 1" in proc.stderr
+    assert not (tmp_path / "env" / "checkpoints").exists()
+    proc = run_script(
+        "6_accelerate.py",
+        *flags,
+        "--output-dir",
+        tmp_path / "gpu",
+        launcher=accelerate(config="1gpu", nproc=1),
+    )
+    assert "warning: the accelerate config asks for GPUs and this machine has none" in proc.stdout
+    recorded = json.loads((tmp_path / "gpu" / "metrics.json").read_text())
+    assert recorded["device"] == "cpu" and recorded["mixed_precision"] == "bf16"
+    assert recorded["launch_notes"] == [
+        "the accelerate config asks for GPUs and this machine has none: trained on the CPU"
+    ]

@@ -72,3 +72,92 @@ def test_models_shapes_and_no_dropout():
     with pytest.raises(UsageError, match="--model mlp has none"):
         flags.parse(argv=["--sync-bn", "--model", "mlp"], uses=("sync_bn",))
     assert not any(isinstance(x, torch.nn.modules.batchnorm._BatchNorm) for x in mlp.modules())
+
+
+def recorded_run(tmp_path, capsys, eval_every=0, log_every=0, resumed_from=None):
+    """Two epochs of six one-sample steps through the Recorder as a rung drives it, with a stub evaluate()
+    whose eval loss falls to step 8, then rises: (the steps evaluated, the log lines, the recorder)."""
+    import argparse
+
+    from common import progress
+
+    parsed = vars(flags.parse(argv=["--epochs", "2", "--output-dir", str(tmp_path)], uses=()))
+    args = argparse.Namespace(
+        **{**parsed, "eval_every": eval_every, "log_every": log_every, "lineage": "run-a"}
+    )
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    start = resumed_from or 0
+    recorder = progress.Recorder(args, Info("t", "tabular", (2,), 2), 1, start, start % 6)
+    evaluated = []
+
+    def evaluate():
+        evaluated.append(recorder.step)
+        return {"eval_loss": abs(recorder.step - 8) + 0.5, "eval_accuracy": 0.5}
+
+    step = start
+    for epoch in range(start // 6, 2):
+        loss_sum = torch.zeros(())
+        for _ in recorder.progress(range(6 - (step % 6 if epoch == start // 6 else 0)), epoch):
+            step += 1
+            loss_sum += 1.0
+            recorder.log(step, loss_sum, optimizer, model, evaluate)
+        recorder.epoch(step, loss_sum)
+    return evaluated, capsys.readouterr().out.splitlines(), recorder
+
+
+def test_evaluation_each_epoch_or_every_n_steps_keeps_the_best_model(tmp_path, capsys):
+    """Issue 25: evaluation ran once, at the end. Now each epoch's last step by default, or every --eval-every
+    steps; each one lands in metrics.json's history, and the best by eval loss in <output-dir>/best (model and
+    eval.json), which a resumed run of the same lineage keeps competing against."""
+    evaluated, _, recorder = recorded_run(tmp_path / "epochs", capsys)
+    assert evaluated == [6, 12]
+    assert [h["step"] for h in recorder.history] == [6, 12] and "eval_loss" in recorder.history[0]
+    best = json.loads((tmp_path / "epochs" / "best" / "eval.json").read_text())
+    assert best["step"] == 6 and best["eval_loss"] == 2.5 and best["run"] == "run-a"
+    assert (tmp_path / "epochs" / "best" / "model.safetensors").exists()
+
+    evaluated, _, recorder = recorded_run(tmp_path / "every", capsys, eval_every=4)
+    assert evaluated == [4, 8, 12]
+    assert [h["step"] for h in recorder.history] == [
+        4,
+        6,
+        8,
+        12,
+    ]  # epoch 1's eval, then the epoch's
+    assert json.loads((tmp_path / "every" / "best" / "eval.json").read_text())["step"] == 8
+    # a resume at step 9 of the same lineage: step 12's 4.5 is no better than the kept best (0.5, step 8)
+    evaluated, _, recorder = recorded_run(tmp_path / "every", capsys, eval_every=4, resumed_from=9)
+    assert evaluated == [12] and recorder.best.loss == 0.5
+    assert json.loads((tmp_path / "every" / "best" / "eval.json").read_text())["step"] == 8
+
+
+def test_a_log_that_is_not_a_terminal_gets_a_line_every_n_steps(tmp_path, capsys):
+    """Issue 25: a batch job's log showed nothing for an epoch's length (tqdm draws only on a terminal)."""
+    _, lines, _ = recorded_run(tmp_path, capsys, log_every=4)
+    steps = [line for line in lines if line.startswith("step ")]
+    assert [line.split("/")[0] for line in steps] == ["step      4", "step      8", "step     12"]
+    assert all(
+        " | epoch " in s and " | loss 1.0000 | lr 0.1 | " in s and " left" in s for s in steps
+    )
+
+
+def test_metrics_record_the_precision_that_ran(monkeypatch):
+    """Issue 25: accelerate on a CPU turns fp16 off (no autocast, no scaler), yet metrics.json said fp16."""
+    import argparse
+
+    from common.progress import precision_that_ran
+
+    args = argparse.Namespace(mixed_precision="no")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "fp16")
+    assert precision_that_ran(args).startswith("no (fp16 asked")
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")
+    assert precision_that_ran(args) == "bf16"
+    monkeypatch.delenv("ACCELERATE_MIXED_PRECISION")
+    assert (
+        precision_that_ran(argparse.Namespace(mixed_precision="fp16")) == "fp16"
+    )  # rung 5: autocast ran
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "fp16")
+    assert precision_that_ran(args) == "fp16"

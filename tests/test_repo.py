@@ -162,3 +162,22 @@ def test_lint_is_clean():
         [*ruff, "check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_the_cuda_constraints_pin_only_what_the_cuda_build_adds():
+    """A GPU user's lock (issue 25): scripts/tools/constraints-cuda.txt pins the nvidia/cuda/triton wheels that
+    torch==2.13.0 pulls from PyPI on Linux (lock.py --cuda writes it from pip's dry run), and nothing that
+    requirements.txt pins already, so `pip install -r requirements.txt -c ...` cannot conflict."""
+    import lock
+
+    _, direct, rest = lock.read(lock.FILES[0])
+    pins = [
+        line.split("==")
+        for line in (ROOT / "scripts" / "tools" / "constraints-cuda.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    names = {lock.canon(name) for name, _ in pins}
+    assert all(len(pin) == 2 and pin[1] for pin in pins) and len(pins) >= 15
+    assert {"nvidia-nccl-cu13", "nvidia-cudnn-cu13", "triton"} <= names
+    assert not names & ({**direct, **rest}.keys())
+    assert direct["torch"] == "2.13.0"

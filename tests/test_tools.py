@@ -132,6 +132,13 @@ def test_launch_check_refuses_bad_counts_ports_and_precisions_in_one_line(tmp_pa
         runs.append((check + ["--config", str(tmp_path / name)], says))
     for port in ("99999", "-1", "0"):
         runs.append((check + ["--port", port], f"port {port} is not a TCP port"))
+    if (
+        not torch.cuda.is_available()
+    ):  # 1gpu.yaml (distributed_type NO) used to pass, then train on the CPU
+        config = str(ROOT / "accelerate_configs" / "1gpu.yaml")
+        runs.append(
+            (check + ["--config", config], "starts 1 GPU processes on this machine and it has 0")
+        )
     for nproc in ("0", "abc", "-1"):
         make = ["make", "--no-print-directory", "-s", "ddp-cpu", f"NPROC={nproc}"]
         runs.append((make, f"NPROC={nproc} is not a number of processes"))

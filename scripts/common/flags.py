@@ -169,6 +169,10 @@ def parser(description=None):
         "those at or after the resumed step for --resume <checkpoint> (a rewind)",
     )
     o.add_argument("--keep", type=int, default=3, help="how many of the newest checkpoints to keep")
+    eval_help = "evaluate every N steps (0: each epoch); the best eval loss: <output-dir>/best"
+    o.add_argument("--eval-every", type=int, default=0, help=eval_help)
+    log_help = "a log line every N steps when stderr is not a terminal (a batch job's log; 0: none)"
+    o.add_argument("--log-every", type=int, default=50, help=log_help)
     o.add_argument(
         "--report-to",
         default="none",
@@ -196,8 +200,10 @@ def parse(description=None, argv=None, uses=()):
             raise UsageError(
                 f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})"
             )
-    if args.max_steps < 0 or args.num_workers < 0 or args.warmup_steps < 0:
-        raise UsageError("--max-steps, --num-workers and --warmup-steps must be 0 or more")
+    for name in ("max_steps", "num_workers", "warmup_steps", "eval_every", "log_every"):
+        if getattr(args, name) < 0:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} must be 0 or more (got {getattr(args, name)})")
     if not (math.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a positive number (got {args.lr:g})")
     if not (math.isfinite(args.momentum) and 0 <= args.momentum < 1):

@@ -9,6 +9,8 @@ import socket
 
 from common.errors import UsageError
 
+NOTES = []  # what the launch asked for and did not get, for metrics.json (progress.Recorder.summary)
+
 
 def prepare(args):
     import torch
@@ -41,6 +43,19 @@ def prepare(args):
                 "--sync-bn needs GPUs (PyTorch's SyncBatchNorm refuses CPU tensors): leave it out "
                 "on a CPU, where each process normalises over its own share of the batch"
             )
+    steps = env.get("ACCELERATE_GRADIENT_ACCUMULATION_STEPS")
+    if steps is not None and steps != str(args.gradient_accumulation_steps):
+        raise UsageError(  # accelerate takes it over the Accelerator's argument: it trained 4 when asked 1
+            f"ACCELERATE_GRADIENT_ACCUMULATION_STEPS={steps} in the environment would override "
+            f"--gradient-accumulation-steps {args.gradient_accumulation_steps}: unset it, or pass the "
+            f"flag instead"
+        )
+    if env.get("ACCELERATE_USE_CPU", "").lower() == "false" and not torch.cuda.is_available():
+        NOTES.append(
+            "the accelerate config asks for GPUs and this machine has none: trained on the CPU"
+        )
+        if first:  # a warning, not a refusal: Slurm CPU nodes run the GPU config on purpose
+            print(f"warning: {NOTES[-1]}: on a CPU use accelerate_configs/cpu_2proc.yaml")
     if not torch.cuda.is_available():
         # accelerate: without this, a CPU launch of N processes trains N unconnected copies
         # (measured); with it, Accelerator() joins them over gloo. A GPU keeps the launch's choice.

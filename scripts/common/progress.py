@@ -1,28 +1,23 @@
-"""What a run records about itself besides its loss: the Recorder (progress bar, position in the epoch,
-samples/s per epoch, wall time, and metrics.json's measured part) and the Tracker behind --report-to
-tensorboard. One object, so that each rung spends one line on each use."""
+"""What a run records about itself besides its loss: the Recorder (progress bar or --log-every lines, position in
+the epoch, evaluation every epoch or --eval-every steps with the best model, samples/s per epoch, wall time, and
+metrics.json's measured part), with --report-to's events (common/tracking.py). One object, so that each rung
+spends one line on each use."""
 
-import atexit
 import sys
 import time
-from pathlib import Path
 
 from common.metrics import check_finite, memory, throughput
-
-
-def _main_process():
-    import torch.distributed as dist
-
-    return not dist.is_initialized() or dist.get_rank() == 0
+from common.tracking import Best, Tracker, global_mean, log_line
+from common.tracking import main_process as _main_process
 
 
 class Recorder:
     """Everything a run measures besides its loss, behind one object so that a rung spends one line on each
     use: the progress bar and the position in the epoch (`progress`, `position`), per-step scalars for
-    --report-to (`log`), per-epoch samples/s and mean loss (`epoch`), and metrics.json's wall time, memory
-    and throughput (`summary`). Only the main process prints or writes. The timing brackets the training
-    steps alone (not eval, not checkpoints). `step` and `done`: where a resumed run starts, in optimizer
-    steps in all and in its first epoch."""
+    --report-to, --log-every's lines and the evaluations (`log`), per-epoch samples/s and mean loss (`epoch`),
+    and metrics.json's wall time, memory and throughput (`summary`). Only the main process prints or
+    writes. The timing brackets the training steps alone (not eval, not checkpoints). `step` and `done`:
+    where a resumed run starts, in optimizer steps in all and in its first epoch."""
 
     def __init__(self, args, info, batch_size, step=0, done=0):
         import torch.distributed as dist
@@ -38,13 +33,17 @@ class Recorder:
         )
         self.epoch_start, self.steps_at_start, self.step, self.last_sum = None, step, step, 0.0
         self.current, self.finished, self.skipped, self.train_loss = 0, False, 0, float("nan")
-        self.tracker = Tracker(args, batch_size)
+        self.tracker, self.best, self.per_epoch = Tracker(args, batch_size), Best(args, step > 0), 0
+        self.evaluations, self.total = {}, None
 
     def progress(self, loader, epoch):
         """`loader`'s batches, with a progress bar on a terminal (main process), timed from the first."""
         from tqdm import tqdm
 
         accum = self.args.gradient_accumulation_steps
+        self.per_epoch = len(loader) // accum  # optimizer steps in a whole epoch
+        if self.total is None:  # the run's length, for --log-every's time left
+            self.total = min(self.args.max_steps, self.args.epochs * self.per_epoch)
         self.current, self.finished, self.skipped, self.done = epoch, False, self.done, 0
         self.epoch_start, self.steps_at_start, self.last_sum = time.perf_counter(), self.step, 0.0
         show = _main_process() and sys.stderr.isatty()
@@ -61,13 +60,37 @@ class Recorder:
             return self.current + 1, 0
         return self.current, (self.skipped + self.step - self.steps_at_start) * self.batch_size
 
-    def log(self, step, loss_sum, optimizer, model):
+    def log(self, step, loss_sum, optimizer, model, evaluate=None):
         """After optimizer step `step`, with the pass's loss sum so far: --report-to's scalars (the step's
-        loss, lr, grad norm, samples/s). Without --report-to it costs an attribute read: no host sync."""
-        self.step = step
+        loss, lr, grad norm, samples/s); --log-every's line when the log is not a terminal; and `evaluate()`
+        when due (each epoch's last step, or every --eval-every steps), recorded in the history, TensorBoard
+        and the best model. Every rank calls it (the global loss and the evaluation are collectives); without
+        --report-to and between lines and evaluations it costs a few integer tests: no host sync."""
+        self.step, args = step, self.args
         if self.tracker.enabled:
             loss, self.last_sum = loss_sum - self.last_sum, loss_sum.clone()
             self.tracker.log(step, loss, optimizer, model)
+        if args.log_every and step % args.log_every == 0 and not sys.stderr.isatty():
+            self._print_line(step, loss_sum, optimizer)
+        in_epoch = self.skipped + step - self.steps_at_start
+        due = step % args.eval_every == 0 if args.eval_every else in_epoch == self.per_epoch
+        if evaluate is not None and due:
+            started = time.perf_counter()
+            results = evaluate()
+            self.evaluations[step] = {k: results[k] for k in ("eval_loss", "eval_accuracy")}
+            self.tracker.evaluated(step, results)
+            self.best.consider(step, self.evaluations[step], model)
+            self.epoch_start += time.perf_counter() - started  # the timing brackets training alone
+
+    def _print_line(self, step, loss_sum, optimizer):
+        loss = float(global_mean(loss_sum)) / max(1, step - self.steps_at_start)  # every rank
+        seconds = time.perf_counter() - self.epoch_start
+        done = step - self.steps_at_start
+        rate = done * self.batch_size / seconds if seconds else float("nan")
+        left = (self.total - step) * seconds / done if done else float("nan")
+        if _main_process():
+            lr = optimizer.param_groups[0]["lr"]
+            print(log_line(step, self.total, self.current, loss, lr, rate, left), flush=True)
 
     def epoch(self, step, loss_sum):
         """The end of a pass over the loader (or of the part that ran), with the loss summed over its steps:
@@ -83,16 +106,32 @@ class Recorder:
             self.samples + steps * self.batch_size,
         )
         per_second = steps * self.batch_size / seconds if seconds else 0.0
-        self.history.append(
-            {"step": step, "train_loss": self.train_loss, "samples_per_second": per_second}
-        )
+        self.history += [{"step": s, **e} for s, e in sorted(self.evaluations.items()) if s < step]
+        entry = {"step": step, "train_loss": self.train_loss, "samples_per_second": per_second}
+        self.history.append({**entry, **self.evaluations.get(step, {})})
+        self.evaluations = {}
         return self.train_loss
 
     def summary(self, model, optimizer, device):
         """metrics.json's measured part (and the end of --report-to's events, written to disk now)."""
-        self.tracker.close()
         args = self.args
+        self.history += [{"step": s, **e} for s, e in sorted(self.evaluations.items())]
+        flags = (
+            "task",
+            "model",
+            "lr",
+            "lr_schedule",
+            "warmup_steps",
+            "epochs",
+            "batch_size",
+            "seed",
+        )
+        best = {"best_eval_loss": self.best.loss, "train_loss": self.train_loss}
+        hparams = {k: getattr(args, k) for k in flags}
+        self.tracker.hparams({**hparams, "world_size": self.world_size}, best)
+        self.tracker.close()
         out = {
+            "best_eval_loss": self.best.loss,
             "epochs": self.position[0]
             if self.epoch_start
             else args.epochs,  # else: resumed finished
@@ -102,8 +141,12 @@ class Recorder:
             "global_batch_size": self.batch_size,
             "gradient_accumulation_steps": args.gradient_accumulation_steps,
             "lr_schedule": args.lr_schedule,
-            "mixed_precision": args.mixed_precision,
+            "mixed_precision": precision_that_ran(args),
         }
+        from common.process import NOTES
+
+        if NOTES:
+            out["launch_notes"] = NOTES
         if self.distributed:  # rung 3 on: how the global batch is made
             out.update(world_size=self.world_size, per_device_batch_size=args.batch_size)
         bare = model.module if hasattr(model, "module") else model
@@ -116,73 +159,18 @@ class Recorder:
         }
 
 
-class Tracker:
-    """--report-to tensorboard: per optimizer step, the loss, learning rate, gradient norm and samples/s, written
-    by the main process to <output-dir>/runs with torch.utils.tensorboard (the writer accelerate's
-    TensorBoardTracker uses). --report-to none: log() returns at once, so the default run pays nothing.
+def precision_that_ran(args):
+    """The autocast dtype this run trained with. Rung 6 takes it from its launch (ACCELERATE_MIXED_PRECISION),
+    and accelerate turns fp16 off on a CPU (no autocast, no scaler: the loss is bit-identical to fp32's)."""
+    import os
 
-    The gradient norm is taken just before each optimizer step, by a step pre-hook (torch's public
-    `register_step_pre_hook`, installed at the first log: from step 2 on), since the loop zeroes the gradients
-    right after the step; after GradScaler's unscale, so it is the true gradients' norm. It is computed on every
-    rank, because under FSDP it is a collective (each rank holds a shard of the gradients)."""
+    import torch
 
-    def __init__(self, args, batch_size):
-        self.enabled, self.batch_size, self.writer = (
-            args.report_to == "tensorboard",
-            batch_size,
-            None,
-        )
-        self.logdir, self.last, self.hook, self.norm = (
-            Path(args.output_dir) / "runs",
-            None,
-            None,
-            None,
-        )
-
-    def _take_norm(self, model):
-        import torch
-
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
-        self.norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: all shards
-
-    def close(self):
-        if self.writer is not None:
-            self.writer.close()
-
-    def log(self, step, loss, optimizer, model):
-        if (
-            not self.enabled
-        ):  # first: the default run pays one attribute read per step, nothing else
-            return
-        if self.hook is None:  # accelerate's AcceleratedOptimizer holds the torch optimizer
-            inner = getattr(optimizer, "optimizer", optimizer)
-            self.hook = inner.register_step_pre_hook(lambda *_: self._take_norm(model))
-        import torch.distributed as dist
-
-        if dist.is_initialized():  # the global batch's loss, not this rank's share: a collective
-            loss = loss.clone()
-            dist.all_reduce(loss)
-            loss /= dist.get_world_size()
-        if not _main_process():
-            return
-        if self.writer is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.writer = SummaryWriter(self.logdir)
-            atexit.register(
-                self.writer.close
-            )  # flushes the last events on any exit, a signal's too
-        now = time.perf_counter()
-        values = {
-            "train/loss": float(loss),
-            # after the scheduler's step, as accelerate's and transformers' loops log it: the next step's
-            "train/lr": optimizer.param_groups[0]["lr"],
-        }
-        if self.norm is not None:
-            values["train/grad_norm"] = float(self.norm)
-        if self.last is not None:
-            values["train/samples_per_second"] = self.batch_size / (now - self.last)
-        for tag, value in values.items():
-            self.writer.add_scalar(tag, value, step)
-        self.last = now
+    asked = os.environ.get("ACCELERATE_MIXED_PRECISION", args.mixed_precision)
+    if (
+        asked == "fp16"
+        and "ACCELERATE_MIXED_PRECISION" in os.environ
+        and not torch.cuda.is_available()
+    ):
+        return "no (fp16 asked: accelerate trains fp32 on a CPU)"
+    return asked

@@ -81,7 +81,10 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
+    p.add_argument("--cuda", action="store_true", help="rewrite constraints-cuda.txt from PyPI")
     args = p.parse_args()
+    if args.cuda:
+        return cuda_constraints()
     have = installed()
     runtime_head, runtime_direct, runtime_rest = read(FILES[0])
     tests_head, tests_direct, tests_rest = read(FILES[1])
@@ -125,6 +128,37 @@ def main():
             )
         )
         print(f"{path.relative_to(ROOT)}: {len(direct)} direct, {len(lines)} resolved")
+
+
+def cuda_constraints():
+    """constraints-cuda.txt: what `pip install torch==<the pin>` resolves from PyPI (the CUDA build on Linux),
+    from pip's dry-run report, ignoring this machine's pip configuration (its local CPU wheels)."""
+    import json
+    import tempfile
+
+    torch = read(FILES[0])[1]["torch"]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--isolated", "install", "--dry-run", "--quiet"]
+            + [
+                "--ignore-installed",
+                "--report",
+                str(report),
+                "--index-url",
+                "https://pypi.org/simple",
+            ]
+            + [f"torch=={torch}"],
+            check=True,
+        )
+        found = json.loads(report.read_text())["install"]
+    target = Path(__file__).with_name("constraints-cuda.txt")
+    head = [line for line in target.read_text().splitlines() if line.startswith("#")]
+    _, direct, rest = read(FILES[0])  # requirements.txt pins those already: only what CUDA adds
+    found = [i for i in found if canon(i["metadata"]["name"]) not in {**direct, **rest}]
+    pins = sorted(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in found)
+    target.write_text("\n".join(head + pins) + "\n")
+    print(f"{target.relative_to(ROOT)}: {len(pins)} pins")
 
 
 if __name__ == "__main__":
