@@ -69,8 +69,10 @@ def install():
         )
 
 
-def _run(*cmd, env=None, check=True):
-    proc = subprocess.run(list(map(str, cmd)), env=env, capture_output=True, text=True, timeout=60)
+def _run(*cmd, env=None, check=True, cwd=None):
+    proc = subprocess.run(
+        list(map(str, cmd)), env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
     if check and proc.returncode != 0:
         raise RuntimeError(
             f"{' '.join(map(str, cmd))}: exit {proc.returncode}: {proc.stderr.strip()[-400:]}"

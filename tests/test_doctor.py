@@ -56,8 +56,8 @@ CASES = {
         "import torch.distributed as dist\ndist.all_reduce(t)\nif rank == 0:\n    print(t)\n",
     ),
     "DDL109": (
-        "import torch\nstate = torch.load('ckpt.pt')\n",
-        "import torch\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n",
+        "import torch\nstate = torch.load('ckpt.pt', weights_only=False)\n",
+        "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n",
     ),
     "DDL110": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\nloss = f(x)\nloss.backward()\n",
@@ -90,6 +90,20 @@ CASES = {
         "sampler = DistributedSampler(ds)\nsampler.set_epoch(0)\ndist.all_reduce(total)\n"
         "loss = total / len(test_loader.dataset)\n",
     ),
+    "DDL115": (
+        "import torch\nmodel.no_sync()\nloss.backward()\ntorch.autocast('cuda', dtype=torch.bfloat16)\n",
+        "import torch\nwith model.no_sync():\n    loss.backward()\n"
+        "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
+    ),
+    "DDL116": (
+        "import torch\nfrom torch.utils.data import random_split\nimport torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\ntrain, test = random_split(data, [0.8, 0.2])\n"
+        "dist.destroy_process_group()\n",
+        "import torch\nfrom torch.utils.data import random_split\nimport torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "train, test = random_split(data, [0.8, 0.2], generator=torch.Generator().manual_seed(0))\n"
+        "dist.destroy_process_group()\n",
+    ),
 }
 
 
@@ -116,6 +130,23 @@ def test_every_rule_has_a_fixture_an_explanation_and_a_guide_section():
             for line in guide.splitlines()
             if line.startswith("#")
         ), (code, anchor)
+
+
+def test_a_save_in_a_helper_called_only_under_a_rank_check_is_guarded():
+    """Issue 23: DDL107 was wrong 7 times in 7 on public scripts: each torch.save sat in a helper
+    (`save_checkpoint`, `_save_snapshot`) that pytorch/examples call only under a rank check. A function whose
+    every call in the module is guarded (recursively) is guarded; one unguarded call is not."""
+    helper = (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('gloo')\n"
+        "def save_checkpoint(state):\n    torch.save(state, 'ckpt.pt')\n"
+        "class Trainer:\n    def _save_snapshot(self):\n        save_checkpoint(self.model.state_dict())\n"
+        "    def train(self):\n        if self.gpu_id == 0 and self.epoch % 10 == 0:\n"
+        "            self._save_snapshot()\n"
+        "dist.destroy_process_group()\n"
+    )
+    assert codes(helper) == []
+    assert codes(helper + "save_checkpoint({})\n") == ["DDL107"]  # and one call on every rank
+    assert codes(helper.replace("if self.gpu_id == 0 and", "if")) == ["DDL107"]
 
 
 def test_legitimate_patterns_are_left_alone():
@@ -161,7 +192,7 @@ def main():
             dist.barrier()  # DDL108
     test_loss = evaluate(model) / len(test_loader.dataset)  # DDL114
     torch.save(model.state_dict(), "model.pt")  # DDL106 DDL107
-    state = torch.load("model.pt")  # DDL109
+    state = torch.load("model.pt", weights_only=False)  # DDL109
 """
 
 

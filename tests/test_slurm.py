@@ -51,6 +51,9 @@ def submit_and_interrupt(cluster, script, name, data_dir, plain, interrupt, env=
         "--data-dir",
         str(data_dir),
         cwd=ROOT,
+        # as a user submits: the virtualenv's python, torchrun and accelerate first on PATH (make test does
+        # not activate it, and the job inherits sbatch's environment)
+        env={"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **OFFLINE},
     )
     out = ROOT / "out" / f"{name}-{job}"
     log = ROOT / f"slurm-{name}-{job}.out"

@@ -1,6 +1,7 @@
 """The tools every guide leans on: compare.py (prove a migration) and ladder.py (the rungs' launch commands)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -144,6 +145,10 @@ def test_launch_check_refuses_bad_counts_ports_and_precisions_in_one_line(tmp_pa
         runs.append((make, f"NPROC={nproc} is not a number of processes"))
     for cmd, says in runs:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-        lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+        lines = [
+            line
+            for line in proc.stderr.splitlines()
+            if not re.match(r"make(\[\d+\])?: \*\*\*", line)
+        ]
         assert proc.returncode == 2 and len(lines) == 1, (cmd, proc.stderr)
         assert lines[0].startswith("error: ") and says in lines[0], (cmd, proc.stderr)

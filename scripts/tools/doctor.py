@@ -41,7 +41,8 @@ COLLECTIVES = {
     "wait_for_everyone",
     "pad_across_processes",
 }
-RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main")
+# `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
+RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main", "gpu_id")
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
@@ -108,11 +109,14 @@ RULES = {
         "(or until the timeout).",
     ),
     "DDL109": (
-        "torch.load without weights_only=True",
-        "pass weights_only=True (and map_location)",
+        "torch.load with weights_only=False",
+        "drop weights_only=False (the default since torch 2.6 is True); save plain data (vars(args), not "
+        "the Namespace) or allow-list a class with torch.serialization.safe_globals",
         "12-load-safely",
-        "torch.load unpickles: a checkpoint from elsewhere can run code when it is loaded. weights_only=True "
-        "loads tensors and plain containers only; map_location puts them on this process's device.",
+        "With weights_only=False torch.load unpickles: a checkpoint from elsewhere can run code when it is "
+        "loaded. Since torch 2.6 the default is weights_only=True, which loads tensors and plain containers "
+        "only; a checkpoint that holds an argparse.Namespace then fails to load: store vars(args) instead, or "
+        "load it inside `with torch.serialization.safe_globals([argparse.Namespace]):`. (TorchFix: TOR102.)",
     ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
@@ -149,7 +153,24 @@ RULES = {
         "With a DistributedSampler or a per-rank shard, each process sums over its own share only; dividing "
         "that by the size of the whole set reports 1/world_size of the real mean, without an error.",
     ),
+    "DDL115": (
+        "a context manager called as a plain statement, which does nothing",
+        "use it in a `with` block around the code it is for",
+        "6-gradient-accumulation",
+        "model.no_sync(), accelerator.accumulate(model), torch.autocast(...), torch.cuda.device(i) and "
+        "accelerator.autocast() return a context manager; called on a line of their own they are created and "
+        "dropped, and the code after them runs without them (an all-reduce per micro-batch, no autocast).",
+    ),
+    "DDL116": (
+        "random_split or randperm without a seeded generator in a distributed script",
+        "pass generator=torch.Generator().manual_seed(seed), the same on every rank",
+        "4-shard-the-training-data",
+        "Every rank runs the split: with the global RNG (seeded per rank, or not at all) each rank splits "
+        "differently, so the ranks train and test on overlapping sets (measured: rank 0's test set [2, 11], "
+        "rank 1's [7, 17]).",
+    ),
 }
+CONTEXT_MANAGERS = {"no_sync", "accumulate", "autocast", "device", "device_index"}
 
 
 @dataclass(frozen=True)
@@ -235,6 +256,14 @@ class Checker(ast.NodeVisitor):
         self.prepared_schedulers = set()
         self.set_epoch_called = "set_epoch" in names
         self.barriers = []  # (node, condition, polarity): a barrier on both sides of one rank check is a pair
+        self.parent = {
+            child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+        }
+        self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
+        for call in calls:
+            callee_name = last(dotted(call.func))
+            if callee_name:
+                self.calls.setdefault(callee_name, []).append(call)
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 callee = last(dotted(node.value.func))
@@ -264,6 +293,27 @@ class Checker(ast.NodeVisitor):
         self.stack.append(node)
         super().generic_visit(node)
         self.stack.pop()
+
+    def guarded(self, node, seen=()):
+        """Under a rank check, or in a function of this module whose every call is (recursively): the
+        pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves."""
+        for parent in self.parents_of(node):
+            if isinstance(parent, ast.If) and mentions_rank(parent.test):
+                return True
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = self.calls.get(parent.name, [])
+                if not calls or parent.name in seen:
+                    return False
+                return all(self.guarded(call, (*seen, parent.name)) for call in calls)
+        return False
+
+    def parents_of(self, node):
+        """The nodes around `node`, innermost first, outside the test of an `if` it sits in."""
+        child, parent = node, self.parent.get(node)
+        while parent is not None:
+            if not (isinstance(parent, ast.If) and child is parent.test):
+                yield parent
+            child, parent = parent, self.parent.get(parent)
 
     def under_rank_check(self):
         """Inside the body (not the test) of an `if` that picks some ranks."""
@@ -352,9 +402,23 @@ class Checker(ast.NodeVisitor):
                 self.add(node, "DDL101")
         self.generic_visit(node)
 
+    def visit_Expr(self, node):
+        call = node.value
+        if isinstance(call, ast.Call) and last(dotted(call.func)) in CONTEXT_MANAGERS:
+            name = dotted(call.func)
+            if name.startswith(("torch.", "accelerator.")) or name.endswith(".no_sync"):
+                self.add(node, "DDL115")  # a statement of its own: the manager is made and dropped
+        self.generic_visit(node)
+
     def visit_Call(self, node):
         name = dotted(node.func)
         callee = last(name)
+        if (
+            callee in ("random_split", "randperm")
+            and self.distributed
+            and keyword(node, "generator") is None
+        ):
+            self.add(node, "DDL116")
         if callee == "DataParallel":
             self.add(node, "DDL103")
         if (
@@ -371,9 +435,7 @@ class Checker(ast.NodeVisitor):
                 owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
                 if owner in self.wrapped:
                     self.add(node, "DDL106")
-            if self.distributed and not self.uses_accelerate and not self.under_rank_check():
-                self.add(node, "DDL107")
-            elif self.uses_accelerate and not self.under_rank_check():
+            if (self.distributed or self.uses_accelerate) and not self.guarded(node):
                 self.add(node, "DDL107")
         # a subgroup's collective is for its members only
         if (
@@ -388,12 +450,9 @@ class Checker(ast.NodeVisitor):
                 self.barriers.append((node, *self.rank_check()))
             else:
                 self.add(node, "DDL108")
-        if (
-            name in ("torch.load", "load")
-            and name == "torch.load"
-            and not is_true(keyword(node, "weights_only"))
-        ):
-            self.add(node, "DDL109")
+        only = keyword(node, "weights_only")
+        if name == "torch.load" and isinstance(only, ast.Constant) and only.value is False:
+            self.add(node, "DDL109")  # since torch 2.6 a bare load is weights_only=True
         if (
             callee == "backward"
             and self.uses_accelerate

@@ -56,11 +56,12 @@ def main():
             {"history": history, "world_size": world_size, "steps": len(loader) * args.epochs},
         )
     dist.destroy_process_group()
+    # The run is done and written: leave now, inside main. Returning would free the DDP model with this frame,
+    # and its Reducer's ProcessGroupGloo destructor can hang joining a gloo thread that waits for the GIL
+    # (py-spy: the main thread idle on the `main()` line; 1 run in 8 here, twice in one bench run).
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
     main()
-    # The run is done and written: leave without libtorch's teardown, which can hang here (a DDP Reducer
-    # freeing its ProcessGroupGloo while a gloo thread waits for the GIL; common/errors.leave has the stack).
-    sys.stdout.flush()
-    os._exit(0)
