@@ -10,6 +10,8 @@ from common.metrics import check_finite, memory, throughput
 from common.tracking import Best, Tracker, global_mean, log_line
 from common.tracking import main_process as _main_process
 
+_KEPT = []  # every Recorder, and through it the run's model, until the process leaves (see Recorder.log)
+
 
 class Recorder:
     """Everything a run measures besides its loss, behind one object so that a rung spends one line on each
@@ -35,6 +37,7 @@ class Recorder:
         self.current, self.finished, self.skipped, self.train_loss = 0, False, 0, float("nan")
         self.tracker, self.best, self.per_epoch = Tracker(args, batch_size), Best(args, step > 0), 0
         self.evaluations, self.total = {}, None
+        _KEPT.append(self)
 
     def progress(self, loader, epoch):
         """`loader`'s batches, with a progress bar on a terminal (main process), timed from the first."""
@@ -67,6 +70,10 @@ class Recorder:
         and the best model. Every rank calls it (the global loss and the evaluation are collectives); without
         --report-to and between lines and evaluations it costs a few integer tests: no host sync."""
         self.step, args = step, self.args
+        # Keep the (DDP/FSDP) model alive past main()'s return, until errors.leave's os._exit: freed with
+        # main's frame, its Reducer's ProcessGroupGloo destructor can hang joining a gloo thread that waits
+        # for the GIL (after "done:", a launch test timed out; py-spy showed the same hang in the peers).
+        self.model = model
         if self.tracker.enabled:
             loss, self.last_sum = loss_sum - self.last_sum, loss_sum.clone()
             self.tracker.log(step, loss, optimizer, model)
