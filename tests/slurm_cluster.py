@@ -6,7 +6,9 @@ if none runs, slurmctld, and two slurmd named after this host and `localhost` (b
 scripts need: the first node's name is the rendezvous host), and waits for both nodes to be idle (about 1.5 s).
 `stop()` kills what it started, by PID. Facts this relies on, measured here: two slurmd on one host need ONE
 NodeName line with both names, the real hostname first (two lines, or `localhost` first, die with "Duplicated
-NodeHostName"); no cgroups (proctrack/linuxproc, task/none); munged runs as the munge user from /run/munge.
+NodeHostName"); no cgroups (proctrack/linuxproc, task/none); munged runs as the munge user from /run/munge. A
+requeued job waits for the credential lifetime before it starts again (AuthInfo=cred_expire: 120 s by default,
+5 s here) and then for a scheduling pass (sched_interval and bf_interval: 2 s and 1 s here).
 """
 
 import os
@@ -102,6 +104,7 @@ SlurmctldPort={ctld_port}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthInfo=cred_expire=5
 CredType=cred/munge
 StateSaveLocation={d}/state
 SlurmdSpoolDir={d}/spool-%n
@@ -114,6 +117,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2,bf_interval=1
 MpiDefault=none
 ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
@@ -180,18 +184,14 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
             _run("sinfo", "-h", "-N", "-o", "%T", env=self.env, check=False).split() == ["idle"] * 2
         )
 
-    def wait(self, job, until, timeout=180, start_requeued=True):
-        """Poll until `until(state)`; a requeued job is started as soon as both nodes are idle again (its old
-        step has been cleaned up: sooner, slurmd kills it with "Job credential revoked") instead of after
-        Slurm's 120 s BeginTime."""
+    def wait(self, job, until, timeout=180):
+        """Poll until `until(state)`. A requeued job starts again after the credential lifetime (slurm.conf's
+        AuthInfo=cred_expire, 5 s here, 120 s by default): forcing an earlier StartTime made slurmd kill the
+        new start ("Job credential revoked": the old start's credential was still revoked on the node)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state, reason, restarts = self.state(job)
             if until(state):
                 return state, restarts
-            if start_requeued and state == "PENDING" and reason == "BeginTime" and self.idle():
-                _run(
-                    "scontrol", "update", f"JobId={job}", "StartTime=now", env=self.env, check=False
-                )
             time.sleep(0.25)
         raise AssertionError(f"job {job} still {state} ({reason}) after {timeout} s")

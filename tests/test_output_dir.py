@@ -53,14 +53,38 @@ def race(path, start_method="fork"):
     return sum(pid is not None for pid in got)
 
 
+def _take_each(paths, barrier, results):
+    for round_, path in enumerate(
+        paths
+    ):  # one fresh dir a round, both takers released by the barrier
+        barrier.wait()
+        try:
+            lock.lock_output_dir(path)  # a winner keeps holding it: the OS frees all at exit
+            results.put((round_, True))
+        except UsageError:
+            results.put((round_, False))
+        barrier.wait()  # both have tried before the next round
+
+
 def test_the_lock_cannot_be_taken_twice_fresh_or_stale_200_rounds_each(tmp_path):
-    """Issue 26's races: two runs reaching a fresh dir (no lock file yet), or a dir whose lock file a dead run
-    left, at the same instant. Each round exactly one wins (the OS's flock: the dead holder's lock is gone)."""
+    """Issue 26's races: two runs reaching a dir whose lock file a dead run left (the winner of each round
+    exits, so the next round's file is stale), or a fresh dir (no lock file yet; two long-lived takers, one new
+    dir a round), at the same instant. Each round exactly one wins: the OS's flock, which a dead holder frees."""
     stale = tmp_path / "stale"
     for round_ in range(200):
-        assert race(stale) == 1, f"stale lock, round {round_}"  # the winner exits: stale next round
-        assert race(tmp_path / f"fresh-{round_}") == 1, f"fresh dir, round {round_}"
+        assert race(stale) == 1, f"stale lock, round {round_}"
     assert (stale / ".lock").exists()
+    ctx = multiprocessing.get_context("fork")
+    paths = [tmp_path / f"fresh-{i}" for i in range(200)]
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    takers = [ctx.Process(target=_take_each, args=(paths, barrier, results)) for _ in range(2)]
+    for p in takers:
+        p.start()
+    got = [results.get(timeout=60) for _ in range(2 * len(paths))]
+    for p in takers:
+        p.join(timeout=60)
+    wins = [sum(won for r, won in got if r == i) for i in range(len(paths))]
+    assert wins == [1] * len(paths), [i for i, w in enumerate(wins) if w != 1]
 
 
 def test_a_planted_lock_symlink_is_refused_not_followed(tmp_path):

@@ -15,8 +15,8 @@ from test_reliability import RESTART_ENV, TASK, run, weights
 from conftest import BIN, OFFLINE, ROOT, SCRIPTS, free_port, max_abs_diff
 
 pytestmark = pytest.mark.launch
-# 2 nodes x 16 = rung 1's 32; 140 steps (about 8 s): the interruption lands well before the end
-FLAGS = ["--task", "cancer", "--epochs", "10", "--batch-size", "16"]
+# 2 nodes x 16 = rung 1's 32; 84 steps (about 5 s): the interruption, at step 14, lands well before the end
+FLAGS = ["--task", "cancer", "--epochs", "6", "--batch-size", "16"]
 CPU_NODES = ["--nodes=2", "--gpus-per-node=0", "--cpus-per-task=1", "--time=10"]
 
 
@@ -34,7 +34,7 @@ def cluster(tmp_path_factory):
 def plain(tmp_path_factory, data_dir):
     """Rung 1 at the jobs' global batch, uninterrupted: where every job must end."""
     out = tmp_path_factory.mktemp("plain")
-    run(1, out, data_dir, "--task", "cancer", "--epochs", "10")
+    run(1, out, data_dir, "--task", "cancer", "--epochs", "6")
     return weights(out)
 
 
