@@ -88,9 +88,8 @@ def plan(args, main):
         target = Path(args.resume)
         name = target.name
         at = int(name[5:]) if name.startswith("step-") and name[5:].isdigit() else -1
-        stale = [
-            p for step, p in found if step >= at and at >= 0 and p.resolve() != target.resolve()
-        ]
+        later = [p for step, p in found if step >= at] if at >= 0 else []
+        stale = [p for p in later if p.resolve() != target.resolve()]
         if stale and not args.overwrite:
             raise UsageError(
                 f"--resume {str(args.resume)!r} rewinds, but --output-dir holds later checkpoints "

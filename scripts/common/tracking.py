@@ -148,9 +148,12 @@ class Best:
         loss = results["eval_loss"]
         if self.loss is not None and not loss < self.loss:
             return False
-        from common import atomic, checkpoint
+        from common import atomic, checkpoint, verify
 
-        self.loss, state = loss, checkpoint.gather(model)[0]  # every rank: a collective under FSDP
+        self.loss = loss
+        if not (main_process() or verify.sharded(verify.bare(model))):
+            return True  # DDP: rank 0 alone copies and writes the weights; FSDP: every rank joins the gather
+        state = checkpoint.gather(model)[0]
         if main_process():
             record = {"step": step, "run": self.lineage, **results}
 
