@@ -104,6 +104,52 @@ CASES = {
         "train, test = random_split(data, [0.8, 0.2], generator=torch.Generator().manual_seed(0))\n"
         "dist.destroy_process_group()\n",
     ),
+    "DDL117": (
+        "import os\nimport torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "rank = int(os.environ['RANK'])\ntorch.cuda.set_device(rank)\nmodel = Net().to(rank)\n"
+        "dist.destroy_process_group()\n",
+        "import os\nimport torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "rank = int(os.environ['RANK'])\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "torch.cuda.set_device(local_rank)\nmodel = Net().to(local_rank)\ndist.destroy_process_group()\n",
+    ),
+    "DDL118": (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "def evaluate(model, loader):\n    for x, y in loader:\n        with torch.no_grad():\n"
+        "            pred = model(x).argmax(-1)\n        pred, y = accelerator.gather((pred, y))\n"
+        "        metric.add_batch(predictions=pred, references=y)\n",
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "def evaluate(model, loader):\n    for x, y in loader:\n        with torch.no_grad():\n"
+        "            pred = model(x).argmax(-1)\n        pred, y = accelerator.gather_for_metrics((pred, y))\n"
+        "        metric.add_batch(predictions=pred, references=y)\n",
+    ),
+    "DDL119": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "for step, batch in enumerate(loader):\n    accelerator.backward(model(batch).loss / 4)\n"
+        "    if step % 4 == 3:\n        optimizer.step()\n        optimizer.zero_grad()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
+        "for step, batch in enumerate(loader):\n    with accelerator.accumulate(model):\n"
+        "        accelerator.backward(model(batch).loss)\n        optimizer.step()\n"
+        "        optimizer.zero_grad()\n",
+    ),
+    "DDL120": (
+        "import torch\ntorch.save(model, 'model.pt')\n",
+        "import torch\ntorch.save(model.state_dict(), 'model.pt')\n",
+    ),
+    "DDL121": (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "accelerator.backward(loss)\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "accelerator.backward(loss)\naccelerator.clip_grad_norm_(model.parameters(), 1.0)\n",
+    ),
+    "DDL122": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "if dist.get_rank() == 0:\n    torch.save(model.module.state_dict(), args.save)\n"
+        "model.module.load_state_dict(torch.load(args.save))\ndist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "if dist.get_rank() == 0:\n    torch.save(model.module.state_dict(), args.save)\n"
+        "dist.barrier()\nmodel.module.load_state_dict(torch.load(args.save))\n"
+        "dist.destroy_process_group()\n",
+    ),
 }
 
 

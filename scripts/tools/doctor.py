@@ -169,6 +169,62 @@ RULES = {
         "differently, so the ranks train and test on overlapping sets (measured: rank 0's test set [2, 11], "
         "rank 1's [7, 17]).",
     ),
+    "DDL117": (
+        "the global rank used as a device index",
+        "index devices with LOCAL_RANK (torchrun) or accelerator.device: the rank counts processes on every "
+        "node",
+        "2-join-the-process-group",
+        "RANK (dist.get_rank(), accelerator.process_index) numbers the processes across all nodes; the GPUs "
+        "of a machine are numbered from 0 on each. `.to(rank)`, `device_ids=[rank]`, `set_device(rank)` or "
+        "`cuda:{rank}` work on one node and fail on the second (rank 8 asks for GPU 8 of an 8-GPU machine: "
+        "'invalid device ordinal'), or put two processes on one GPU with fewer GPUs per node.",
+    ),
+    "DDL118": (
+        "accelerator.gather() feeding an evaluation",
+        "use accelerator.gather_for_metrics(), which drops the samples prepare() repeated",
+        "c-eval-accumulation-saving",
+        "A prepared eval loader evens the last batch across processes by repeating samples; gather() returns "
+        "them too, so the metric counts some samples twice (measured: 389 test samples at 2 processes x 32 "
+        "gathered 448). gather_for_metrics() removes the repeats on the last batch.",
+    ),
+    "DDL119": (
+        "hand-written gradient accumulation in a DDP or Accelerate script without no_sync()/accumulate()",
+        "run the first N-1 backwards under `with model.no_sync():` (DDP) or every micro-step under "
+        "`with accelerator.accumulate(model):`",
+        "6-gradient-accumulation",
+        "DDP all-reduces the gradients at every backward(): with an optimizer step every N micro-batches "
+        "(`if step % N == 0: optimizer.step()`), the first N-1 all-reduces are wasted, N times the "
+        "communication for the same result. (nanoGPT's `model.require_backward_grad_sync = ...` does the "
+        "same as no_sync and is recognised.)",
+    ),
+    "DDL120": (
+        "torch.save of a whole model object",
+        "save model.state_dict() (model.module.state_dict() under DDP, accelerator.unwrap_model(model)'s "
+        "under Accelerate)",
+        "11-save-from-rank-0-without-the-module-prefix",
+        "torch.save(model) pickles the module, its class by import path, and under DDP the wrapper and its "
+        "process group's handles: the file loads only with weights_only=False (which runs code from the "
+        "file), only where the same class is importable under the same name, and a DDP one not at all "
+        "without a process group. A state_dict is tensors by name: it loads with weights_only=True anywhere.",
+    ),
+    "DDL121": (
+        "gradients clipped while they are still scaled (Accelerate, or a GradScaler without unscale_)",
+        "call accelerator.clip_grad_norm_(model.parameters(), max_norm) in an Accelerate script; with a "
+        "GradScaler, scaler.unscale_(optimizer) before clipping",
+        "13-gradient-clipping",
+        "Under fp16 the gradients are multiplied by the loss scale (65536 at the start) until the optimizer "
+        "step: torch.nn.utils.clip_grad_norm_ then measures the scaled norm and clips nearly every step to "
+        "max_norm/scale. accelerator.clip_grad_norm_ unscales first (and clips sharded FSDP gradients "
+        "correctly); with a GradScaler, scaler.unscale_(optimizer) does.",
+    ),
+    "DDL122": (
+        "a file written under a rank check and read by every rank with no barrier between",
+        "call dist.barrier() (accelerator.wait_for_everyone()) after the write, on every rank",
+        "14-a-file-one-rank-writes-and-the-others-read",
+        "The other ranks do not wait for rank 0: they reach the read while rank 0 is still writing, and "
+        "load a missing, partial or previous file (a FileNotFoundError at best, last epoch's weights at "
+        "worst).",
+    ),
 }
 CONTEXT_MANAGERS = {"no_sync", "accumulate", "autocast", "device", "device_index"}
 
@@ -494,11 +550,283 @@ class Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+# The rules below are one class each, the way TorchFix writes its visitors: `Rule.run` visits the module
+# with the facts the Checker gathered (its parent map, call sites, wrapped names) and reports one code.
+class Rule(ast.NodeVisitor):
+    code = ""
+
+    def __init__(self, checker):
+        self.m = checker
+
+    def run(self):
+        self.visit(self.m.tree)
+
+    def add(self, node):
+        self.m.add(node, self.code)
+
+    def function_of(self, node):
+        return next(
+            (
+                p
+                for p in self.m.parents_of(node)
+                if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ),
+            None,
+        )
+
+
+GLOBAL_RANK = re.compile(
+    r"(\bget_rank\(\)|environ(\.get)?[\[(]\s*['\"]RANK['\"]|getenv\(\s*['\"]RANK['\"]|\bprocess_index\b)"
+)
+
+
+class GlobalRankAsDevice(Rule):
+    """DDL117: `.to(rank)`, `.cuda(rank)`, `set_device(rank)`, `device_ids=[rank]`, `cuda:{rank}` where the
+    value is the global rank: `dist.get_rank()`, `os.environ["RANK"]`, `accelerator.process_index`, or a name
+    assigned from one of them. A parameter named rank (mp.spawn's index, one node) is not flagged."""
+
+    code = "DDL117"
+
+    def run(self):
+        self.names = set()
+        for node in ast.walk(self.m.tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if self.is_global(node.value, named=False):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    self.names.update(dotted(t) for t in targets if dotted(t))
+        super().run()
+
+    def is_global(self, node, named=True):
+        if named and dotted(node) in getattr(self, "names", ()):
+            return True
+        if isinstance(node, ast.Call) and last(dotted(node.func)) in ("int", "str"):
+            return bool(node.args) and self.is_global(node.args[0], named)
+        text = ast.unparse(node)
+        return bool(GLOBAL_RANK.search(text)) and "local" not in text.lower() and len(text) < 80
+
+    def visit_Call(self, node):
+        callee = last(dotted(node.func))
+        indexed = []
+        if callee in ("to", "cuda", "set_device") and node.args:
+            indexed.append(node.args[0])
+        if callee == "device" and dotted(node.func) in ("torch.device", "device"):
+            indexed.extend(node.args[1:2] if len(node.args) > 1 else node.args[:1])
+        for name in ("device_ids", "output_device", "device"):
+            value = keyword(node, name)
+            if isinstance(value, (ast.List, ast.Tuple)):
+                indexed.extend(value.elts)
+            elif value is not None:
+                indexed.append(value)
+        if any(self.is_global(value) for value in indexed):
+            self.add(node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node):  # f"cuda:{rank}"
+        parts = node.values
+        for before, value in zip(parts, parts[1:]):
+            if (
+                isinstance(before, ast.Constant)
+                and str(before.value).endswith("cuda:")
+                and isinstance(value, ast.FormattedValue)
+                and self.is_global(value.value)
+            ):
+                self.add(node)
+        self.generic_visit(node)
+
+
+EVAL_WORDS = re.compile(r"eval|test|valid|predict", re.I)
+
+
+class GatherInEval(Rule):
+    """DDL118: `accelerator.gather(...)` in an eval function, an eval loop or under no_grad, in a script that
+    does not truncate the repeats itself (`samples_seen`, accelerate's own examples before 0.15)."""
+
+    code = "DDL118"
+
+    def visit_Call(self, node):
+        func = node.func
+        if (
+            self.m.uses_accelerate
+            and isinstance(func, ast.Attribute)
+            and func.attr == "gather"
+            and "accelerator" in dotted(func.value).lower()
+            and self.in_eval(node)
+        ):
+            self.add(node)
+        self.generic_visit(node)
+
+    def in_eval(self, node):
+        function = self.function_of(node)
+        if "samples_seen" in ast.unparse(function or self.m.tree):
+            return False
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return bool(EVAL_WORDS.search(parent.name))
+            if isinstance(parent, ast.For) and EVAL_WORDS.search(ast.unparse(parent.iter)):
+                return True
+            if isinstance(parent, ast.With) and any(
+                last(
+                    dotted(
+                        item.context_expr.func
+                        if isinstance(item.context_expr, ast.Call)
+                        else item.context_expr
+                    )
+                )
+                in ("no_grad", "inference_mode")
+                for item in parent.items
+            ):
+                return True
+        return False
+
+
+class AccumulationWithoutNoSync(Rule):
+    """DDL119: an optimizer step under `if ... % N ...` (accumulation by hand) in a script that wraps its
+    model in DDP or prepares it with Accelerate, and never calls no_sync / accumulate nor sets
+    require_backward_grad_sync."""
+
+    code = "DDL119"
+
+    def run(self):
+        names = set(self.m.calls)
+        source = ast.unparse(self.m.tree)
+        wraps = bool(names & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
+        if (
+            wraps
+            and not names & {"no_sync", "accumulate"}
+            and "require_backward_grad_sync" not in source
+        ):
+            super().run()
+
+    def visit_If(self, node):
+        modulo = any(
+            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.test)
+        )
+        steps = modulo and any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "step"
+            and "optim" in dotted(n.func.value).lower()
+            for statement in node.body
+            for n in ast.walk(statement)
+        )
+        if steps:
+            self.add(node)
+        self.generic_visit(node)
+
+
+MODEL_NAMES = re.compile(r"(^|_)(model|net|network|module)$", re.I)
+
+
+class WholeModelSave(Rule):
+    """DDL120: `torch.save(model, ...)`: the object itself (a name like model, net, self.model, raw_model),
+    not its state_dict()."""
+
+    code = "DDL120"
+
+    def visit_Call(self, node):
+        if dotted(node.func) == "torch.save" and node.args:
+            saved = node.args[0]
+            name = dotted(saved) if isinstance(saved, (ast.Name, ast.Attribute)) else ""
+            if name and MODEL_NAMES.search(last(name)):
+                self.add(node)
+        self.generic_visit(node)
+
+
+class ClipScaledGradients(Rule):
+    """DDL121: torch.nn.utils.clip_grad_norm_ / clip_grad_value_ in an Accelerate script, or in a script
+    with a GradScaler that never calls unscale_."""
+
+    code = "DDL121"
+
+    def visit_Call(self, node):
+        name = dotted(node.func)
+        if last(name) in ("clip_grad_norm_", "clip_grad_value_") and not name.startswith(
+            ("accelerator.", "self.accelerator.")
+        ):
+            scaled = "GradScaler" in self.m.calls and "unscale_" not in self.m.calls
+            if self.m.uses_accelerate or scaled:
+                self.add(node)
+        self.generic_visit(node)
+
+
+WRITERS = {"save": 1, "save_file": 1, "save_pretrained": 0, "save_model": 1}
+READERS = {"load": 0, "load_file": 0, "from_pretrained": 0, "load_state_dict_from_file": 0}
+
+
+class ReadWithoutBarrier(Rule):
+    """DDL122: a path written under a rank check (torch.save, save_file, save_pretrained, open(..., "w"))
+    and read later by every rank (torch.load, load_file, from_pretrained, open(...)) with no barrier on
+    every rank between the two. The path is matched as written."""
+
+    code = "DDL122"
+
+    def run(self):
+        if not self.m.distributed:
+            return
+        writes, reads, barriers = [], [], []
+        for node in ast.walk(self.m.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = last(dotted(node.func))
+            if callee in BARRIERS and not self.m.guarded(node):
+                barriers.append(node.lineno)
+            path = self.path_of(node)
+            if path is None:
+                continue
+            kind, text = path
+            if kind == "write" and self.m.guarded(node):
+                writes.append((node.lineno, text))
+            elif kind == "read" and not self.m.guarded(node):
+                reads.append((node, text))
+        for node, text in reads:
+            before = [line for line, written in writes if written == text and line < node.lineno]
+            if before and not any(max(before) < line < node.lineno for line in barriers):
+                self.add(node)
+
+    @staticmethod
+    def path_of(call):
+        callee = last(dotted(call.func))
+        if callee == "open" and call.args:
+            mode = call.args[1] if len(call.args) > 1 else keyword(call, "mode")
+            mode = mode.value if isinstance(mode, ast.Constant) else "r"
+            kind = "write" if any(c in str(mode) for c in "wax") else "read"
+            return kind, ast.unparse(call.args[0])
+        table = WRITERS if callee in WRITERS else READERS if callee in READERS else None
+        if (
+            table is None
+            or callee in ("load", "save")
+            and not dotted(call.func).startswith(("torch.", "accelerator."))
+        ):
+            return None  # np.save, json.load, ...: another argument order, or not a checkpoint
+        position = table[callee]
+        args = (
+            call.args[position : position + 1]
+            or [
+                keyword(call, k) for k in ("f", "filename", "path") if keyword(call, k) is not None
+            ][:1]
+        )
+        if not args or isinstance(args[0], ast.Name) and args[0].id == "f":
+            return None  # a file object: the path is on its open()
+        return ("write" if table is WRITERS else "read"), ast.unparse(args[0])
+
+
+RULE_CLASSES = [
+    GlobalRankAsDevice,
+    GatherInEval,
+    AccumulationWithoutNoSync,
+    WholeModelSave,
+    ClipScaledGradients,
+    ReadWithoutBarrier,
+]
+
+
 def check_source(source, path="<string>"):
     """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse."""
     tree = ast.parse(source, filename=path)
     checker = Checker(path, tree)
     checker.visit(tree)
+    for rule in RULE_CLASSES:
+        rule(checker).run()
     sides = {}
     for _, condition, polarity in checker.barriers:
         sides.setdefault(condition, set()).add(polarity)
