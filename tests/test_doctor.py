@@ -34,10 +34,13 @@ CASES = {
         "s = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=s)\ns.set_epoch(0)\n",
     ),
     "DDL105": (
-        "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
-        "for epoch in range(3):\n    train(sampler)\n",
-        "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\n"
-        "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    train(sampler)\n",
+        "from torch.utils.data import DataLoader, DistributedSampler\ndef train(loader):\n"
+        "    for x in loader:\n        step(x)\nsampler = DistributedSampler(ds)\n"
+        "loader = DataLoader(ds, sampler=sampler)\nfor epoch in range(3):\n    train(loader)\n",
+        "from torch.utils.data import DataLoader, DistributedSampler\ndef train(loader):\n"
+        "    for x in loader:\n        step(x)\nsampler = DistributedSampler(ds)\n"
+        "loader = DataLoader(ds, sampler=sampler)\nfor epoch in range(3):\n"
+        "    sampler.set_epoch(epoch)\n    train(loader)\n",
     ),
     "DDL106": (
         "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"

@@ -45,6 +45,7 @@ COLLECTIVES = {
 RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main", "gpu_id")
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
+EVAL_WORDS = re.compile(r"eval|test|valid|predict|(?<![a-z])val(?![a-z])", re.I)
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 RULES = {
@@ -252,8 +253,8 @@ def dotted(node):
     if isinstance(node, ast.Name):
         parts.append(node.id)
         return ".".join(reversed(parts))
-    if isinstance(node, ast.Call):
-        return dotted(node.func) + "()"
+    if isinstance(node, ast.Call):  # Net().to -> 'Net().to'
+        return ".".join([dotted(node.func) + "()", *reversed(parts)])
     return ""
 
 
@@ -311,6 +312,9 @@ class Checker(ast.NodeVisitor):
         self.samplers = set()  # names bound to a DistributedSampler
         self.prepared_schedulers = set()
         self.set_epoch_called = "set_epoch" in names
+        self.reads_local_rank = any(
+            isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in ast.walk(tree)
+        )
         self.barriers = []  # (node, condition, polarity): a barrier on both sides of one rank check is a pair
         self.parent = {
             child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
@@ -341,6 +345,32 @@ class Checker(ast.NodeVisitor):
                     self.wrapped.update(
                         t for a, t in zip(args, target_names) if "model" in a.lower()
                     )
+
+    def shuffles(self, sampler):
+        """Whether a DistributedSampler's epoch order matters and is set nowhere this module can see: a
+        training sampler (not shuffle=False, not an eval set's) that is not handed to a function defined in
+        another module (pytorch/examples' FSDP passes it to a train() in utils/ that calls set_epoch)."""
+        shuffle = keyword(sampler, "shuffle")
+        if isinstance(shuffle, ast.Constant) and shuffle.value is False:
+            return False
+        assign = self.parent.get(sampler)
+        names = [dotted(t) for t in assign.targets] if isinstance(assign, ast.Assign) else []
+        text = " ".join(names + [ast.unparse(a) for a in sampler.args[:1]])
+        if EVAL_WORDS.search(text):
+            return False
+        defined = {
+            n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+        }
+        for call in (n for n in ast.walk(self.tree) if isinstance(n, ast.Call)):
+            passed = [*call.args, *(k.value for k in call.keywords)]
+            callee = last(dotted(call.func))
+            if (
+                callee not in defined
+                and callee != "DataLoader"
+                and any(dotted(a) in names for a in passed if dotted(a))
+            ):
+                return False
+        return True
 
     def add(self, node, code):
         self.found.append(Finding(self.path, node.lineno, node.col_offset, code))
@@ -445,7 +475,9 @@ class Checker(ast.NodeVisitor):
             "torch.distributed.launch",
         ):
             parent = self.stack[-1] if self.stack else None
-            if isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
+            if node.value.startswith("--local") and self.reads_local_rank:
+                pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
+            elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
                 "add_argument",
                 "run",
                 "Popen",
@@ -483,7 +515,7 @@ class Checker(ast.NodeVisitor):
             and keyword(node, "sampler") is not None
         ):
             self.add(node, "DDL104")
-        if callee == "DistributedSampler" and not self.set_epoch_called:
+        if callee == "DistributedSampler" and not self.set_epoch_called and self.shuffles(node):
             self.add(node, "DDL105")
         if callee == "save" and name in ("torch.save", "save"):
             saved = node.args[0] if node.args else None
@@ -522,16 +554,11 @@ class Checker(ast.NodeVisitor):
             and isinstance(node.func, ast.Attribute)
             and dotted(node.func.value) in self.prepared_schedulers
         ):
-            loops = self.loops()
-            batch_loop = any(
-                (
-                    "loader" in ast.unparse(loop.iter).lower()
-                    or "batch" in ast.unparse(loop.iter).lower()
-                )
-                for loop in loops
-                if isinstance(loop, ast.For)
-            )
-            if not batch_loop:
+            loops = (
+                self.loops()
+            )  # stepped in the epoch loop itself, not in a loop over batches or updates
+            innermost = loops[-1] if loops else None
+            if isinstance(innermost, ast.For) and "epoch" in ast.unparse(innermost.target).lower():
                 self.add(node, "DDL111")
         if callee in ("DistributedDataParallel", "DDP") and is_true(
             keyword(node, "find_unused_parameters")
@@ -576,7 +603,7 @@ class Rule(ast.NodeVisitor):
 
 
 GLOBAL_RANK = re.compile(
-    r"(\bget_rank\(\)|environ(\.get)?[\[(]\s*['\"]RANK['\"]|getenv\(\s*['\"]RANK['\"]|\bprocess_index\b)"
+    r"(\bget_rank\(\)|(environ\.get\(|getenv\(|\[)\s*['\"]RANK['\"]|\bprocess_index\b)"
 )
 
 
@@ -607,7 +634,7 @@ class GlobalRankAsDevice(Rule):
     def visit_Call(self, node):
         callee = last(dotted(node.func))
         indexed = []
-        if callee in ("to", "cuda", "set_device") and node.args:
+        if callee in ("to", "cuda", "set_device", "set_device_index") and node.args:
             indexed.append(node.args[0])
         if callee == "device" and dotted(node.func) in ("torch.device", "device"):
             indexed.extend(node.args[1:2] if len(node.args) > 1 else node.args[:1])
@@ -632,9 +659,6 @@ class GlobalRankAsDevice(Rule):
             ):
                 self.add(node)
         self.generic_visit(node)
-
-
-EVAL_WORDS = re.compile(r"eval|test|valid|predict", re.I)
 
 
 class GatherInEval(Rule):
@@ -743,10 +767,24 @@ class ClipScaledGradients(Rule):
         if last(name) in ("clip_grad_norm_", "clip_grad_value_") and not name.startswith(
             ("accelerator.", "self.accelerator.")
         ):
-            scaled = "GradScaler" in self.m.calls and "unscale_" not in self.m.calls
-            if self.m.uses_accelerate or scaled:
+            if self.m.uses_accelerate or "unscale_" not in self.m.calls and self.after_scale(node):
                 self.add(node)
         self.generic_visit(node)
+
+    def after_scale(self, node):
+        """Whether an earlier statement of the clip's own block backpropagates a scaled loss
+        (`scaler.scale(loss).backward()`): the AMP branch, not the fp32 one beside it."""
+        statement = next(p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt))
+        block = self.m.parent.get(statement)
+        for field in ("body", "orelse", "finalbody"):
+            siblings = getattr(block, field, [])
+            if statement in siblings:
+                return any(
+                    isinstance(n, ast.Call) and last(dotted(n.func)) == "scale"
+                    for s in siblings[: siblings.index(statement)]
+                    for n in ast.walk(s)
+                )
+        return False
 
 
 WRITERS = {"save": 1, "save_file": 1, "save_pretrained": 0, "save_model": 1}
