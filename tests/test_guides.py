@@ -17,6 +17,7 @@ GUIDES = ROOT / "guides"
 # The order the commands must run in: the step guides build on each other's output directories.
 GUIDE_ORDER = [
     "your-script.md",
+    "doctor.md",
     "step-1-2.md",
     "step-2-3.md",
     "step-3-4.md",

@@ -2,6 +2,7 @@
 
     python scripts/tools/doctor.py train.py [more.py ...]
     python scripts/tools/doctor.py --explain DDL105
+    python scripts/tools/doctor.py --diff train.py     # the mechanical fixes, as a diff; --fix writes them
 
 One finding a line, as flake8 prints them, so editors and CI read them: `path:line:col: CODE message (guide)`.
 Exit code 0 when nothing was found, 1 when something was, 2 when a file cannot be read or parsed. The rules, one
@@ -13,6 +14,7 @@ collective behind another name is not seen.
 
 import argparse
 import ast
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -915,6 +917,15 @@ def main(argv=None):
         metavar="CODE",
         help="the long form of a rule (or list all)",
     )
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="rewrite the mechanical findings in place (libcst: comments and formatting kept), then "
+        "report what is left",
+    )
+    p.add_argument(
+        "--diff", action="store_true", help="print --fix's changes as a unified diff, write nothing"
+    )
     args = p.parse_args(argv)
     if args.explain is not None:
         code = args.explain.upper() or None
@@ -928,10 +939,28 @@ def main(argv=None):
     if not args.files:
         print("error: no file given: python scripts/tools/doctor.py train.py", file=sys.stderr)
         return 2
-    unreadable, findings = 0, 0
+    if args.fix or args.diff:
+        try:
+            import doctor_fix
+        except ImportError as e:
+            print(f"error: --fix and --diff need libcst ({e}): make install", file=sys.stderr)
+            return 2
+    unreadable, findings, changed = 0, 0, 0
     for name in python_files(args.files):
         try:
-            found = check_source(Path(name).read_text(encoding="utf-8"), name)
+            source = Path(name).read_text(encoding="utf-8")
+            found = check_source(source, name)
+            if args.fix or args.diff:
+                fixed, done = doctor_fix.fix_source(source, found, uses_accelerate(source))
+                changed += bool(done)
+                if args.diff:
+                    print(doctor_fix.unified_diff(name, source, fixed), end="")
+                    continue
+                if done:
+                    write_atomically(Path(name), fixed)
+                    what = ", ".join(f"{line} {code}" for line, code in done)
+                    print(f"fixed: {name}: {what}", file=sys.stderr)
+                    found = check_source(fixed, name)
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as e:
             unreadable += 1
             print(f"error: {name}: {why_unchecked(e)}", file=sys.stderr)
@@ -939,7 +968,29 @@ def main(argv=None):
         findings += len(found)
         for finding in found:
             print(finding)
+    if args.diff:
+        return (
+            2 if unreadable else (1 if changed else 0)
+        )  # as ruff --diff: 1 when there is a change
     return 2 if unreadable else (1 if findings else 0)  # 2: a file could not be checked
+
+
+def uses_accelerate(source):
+    tree = ast.parse(source)
+    return any(
+        isinstance(n, ast.Call) and last(dotted(n.func)) == "Accelerator" for n in ast.walk(tree)
+    )
+
+
+def write_atomically(path, text):
+    """The fixed file replaces the old one whole (a temporary file beside it, then a rename), keeping its mode."""
+    tmp = path.with_name(f".{path.name}.doctor-fix.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, path.stat().st_mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def why_unchecked(e):
