@@ -447,3 +447,24 @@ def test_the_corpus_table_adds_up_to_the_precision_it_states():
     stated = re.search(r"Precision: (\d+) true of (\d+) findings = (0\.\d+)", page).groups()
     assert (int(stated[0]), int(stated[1])) == (true, len(verdicts))
     assert float(stated[2]) == round(true / len(verdicts), 3) >= 0.9
+
+
+def test_a_file_fix_cannot_rewrite_is_one_line_and_stays_as_it_was(tmp_path, capsys, monkeypatch):
+    """Never a traceback: where libcst gives up (its parser, its recursion), --fix says so in one line, writes
+    nothing and still reports the file's findings."""
+    import doctor_fix
+
+    def gives_up(*args):
+        raise RecursionError("maximum recursion depth exceeded\nwhile calling a Python object")
+
+    monkeypatch.setattr(doctor_fix, "fix_source", gives_up)
+    source = CASES["DDL104"][0]
+    path = tmp_path / "train.py"
+    path.write_text(source)
+    assert doctor.main(["--fix", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        err
+        == f"error: {path}: cannot rewrite it (maximum recursion depth exceeded); nothing written\n"
+    )
+    assert path.read_text() == source and "DDL104" in out

@@ -39,9 +39,15 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32, help="per process")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--output-dir", required=True, help="checkpoints/, the TensorBoard runs, the model")
-    parser.add_argument("--stop-at", type=int, default=0, help="save the state and stop after this step")
-    parser.add_argument("--resume", action="store_true", help="continue from the newest saved state")
+    parser.add_argument(
+        "--output-dir", required=True, help="checkpoints/, the TensorBoard runs, the model"
+    )
+    parser.add_argument(
+        "--stop-at", type=int, default=0, help="save the state and stop after this step"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from the newest saved state"
+    )
     args = parser.parse_args()
 
     accelerator = Accelerator(
@@ -50,14 +56,18 @@ def main():
         project_config=ProjectConfiguration(  # save_state() numbers its checkpoints, keeps 2
             project_dir=args.output_dir, automatic_checkpoint_naming=True, total_limit=2
         ),
-        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),  # order = seed + epoch
+        dataloader_config=DataLoaderConfiguration(
+            use_seedable_sampler=True
+        ),  # order = seed + epoch
     )
     accelerator.init_trackers("digits", config={"batch_size": args.batch_size, "seed": args.seed})
     set_seed(args.seed)  # the same initial weights in every process
 
     train_dataset, _ = digits()
     train_loader = DataLoader(train_dataset, batch_size=args.batch_size, shuffle=True)
-    model = Net(dropout=0)  # no dropout: nothing random but the order, which the sampler makes repeatable
+    model = Net(
+        dropout=0
+    )  # no dropout: nothing random but the order, which the sampler makes repeatable
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
     progress = Progress()

@@ -951,7 +951,18 @@ def main(argv=None):
             source = Path(name).read_text(encoding="utf-8")
             found = check_source(source, name)
             if args.fix or args.diff:
-                fixed, done = doctor_fix.fix_source(source, found, uses_accelerate(source))
+                try:
+                    fixed, done = doctor_fix.fix_source(source, found, uses_accelerate(source))
+                except (
+                    Exception
+                ) as e:  # libcst's parser or a rewrite it refuses: report, fix nothing
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    print(
+                        f"error: {name}: cannot rewrite it ({first}); nothing written",
+                        file=sys.stderr,
+                    )
+                    unreadable += 1
+                    fixed, done = source, []
                 changed += bool(done)
                 if args.diff:
                     print(doctor_fix.unified_diff(name, source, fixed), end="")

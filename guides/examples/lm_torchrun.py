@@ -1,0 +1,159 @@
+"""lm_plain.py migrated to DDP under torchrun. Every changed line is one item of guides/your-script.md's
+checklist: without a DataLoader, each process keeps its share of batchify()'s columns (item 15).
+
+    torchrun --standalone --nproc_per_node=2 guides/examples/lm_torchrun.py --batch-size 8 --epochs 3
+
+--batch-size is per process: 2 processes x 8 columns train on the plain script's 16.
+"""
+
+import argparse
+import math
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from sklearn import datasets
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class RNNModel(nn.Module):
+    def __init__(self, ntoken, ninp=32, nhid=64, nlayers=1, dropout=0.2):
+        super().__init__()
+        self.nhid, self.nlayers = nhid, nlayers
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.GRU(ninp, nhid, nlayers)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        return self.decoder(self.drop(output)).view(-1, self.decoder.out_features), hidden
+
+    def init_hidden(self, bsz):
+        weight = next(self.parameters())
+        return weight.new_zeros(self.nlayers, bsz, self.nhid)
+
+
+def corpus():
+    """Train, validation and test streams of character ids, 90/5/5, and the vocabulary's size."""
+    loaders = ("iris", "digits", "wine", "breast_cancer", "diabetes", "linnerud")
+    text = "\n".join(getattr(datasets, f"load_{name}")().DESCR for name in loaders)
+    vocab = sorted(set(text))
+    ids = torch.tensor([vocab.index(c) for c in text], dtype=torch.long)
+    n = len(ids)
+    return (
+        ids[: n * 90 // 100],
+        ids[n * 90 // 100 : n * 95 // 100],
+        ids[n * 95 // 100 :],
+        len(vocab),
+    )
+
+
+def batchify(data, bsz):
+    """The stream as bsz columns, one below the other: [len // bsz, bsz]; the remainder is dropped."""
+    nbatch = data.size(0) // bsz
+    return data[: nbatch * bsz].view(bsz, -1).t().contiguous()
+
+
+def get_batch(source, i, bptt):
+    seq_len = min(bptt, len(source) - 1 - i)
+    return source[i : i + seq_len], source[i + 1 : i + 1 + seq_len].reshape(-1)
+
+
+def repackage_hidden(h):
+    """The state, cut from the graph of the batches before it."""
+    return h.detach()
+
+
+def train(args, model, train_data, optimizer, criterion, epoch):
+    model.train()
+    hidden = model.module.init_hidden(args.batch_size)  # DDP's wrapper has forward() only
+    for batch, i in enumerate(range(0, train_data.size(0) - 1, args.bptt)):
+        data, targets = get_batch(train_data, i, args.bptt)
+        hidden = repackage_hidden(hidden)
+        optimizer.zero_grad()
+        output, hidden = model(data, hidden)
+        loss = criterion(output, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        optimizer.step()
+        if batch % args.log_interval == 0 and dist.get_rank() == 0:
+            print(f"| epoch {epoch} | batch {batch} | loss {loss.item():.3f}")
+
+
+def evaluate(args, model, data_source, criterion):
+    model.eval()
+    total_loss = 0.0
+    hidden = model.module.init_hidden(args.eval_batch_size)
+    with torch.no_grad():
+        for i in range(0, data_source.size(0) - 1, args.bptt):
+            data, targets = get_batch(data_source, i, args.bptt)
+            output, hidden = model(data, hidden)
+            total_loss += len(data) * criterion(output, targets).item()
+    return total_loss / (len(data_source) - 1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="character language model example")
+    parser.add_argument("--batch-size", type=int, default=16, help="columns of the training stream")
+    parser.add_argument("--eval-batch-size", type=int, default=10, help="columns for evaluation")
+    parser.add_argument("--bptt", type=int, default=32, help="sequence length")
+    parser.add_argument("--epochs", type=int, default=3, help="upper epoch limit")
+    parser.add_argument("--lr", type=float, default=2.0, help="initial learning rate")
+    parser.add_argument("--clip", type=float, default=0.25, help="gradient clipping")
+    parser.add_argument("--dropout", type=float, default=0.2, help="dropout (0: off)")
+    parser.add_argument("--seed", type=int, default=1111, help="random seed")
+    parser.add_argument("--log-interval", type=int, default=20, help="batches between log lines")
+    parser.add_argument("--save", default="lm.pt", help="where the best model's weights go")
+    args = parser.parse_args()
+
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group()
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)  # the same initial weights everywhere
+    device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+
+    train_ids, val_ids, test_ids, ntokens = corpus()
+    train_data = batchify(train_ids, args.batch_size * world_size)  # the plain script's columns
+    train_data = train_data[:, rank * args.batch_size : (rank + 1) * args.batch_size].to(device)
+    val_data = batchify(val_ids, args.eval_batch_size).to(device)
+    test_data = batchify(test_ids, args.eval_batch_size).to(device)
+
+    model = RNNModel(ntokens, dropout=args.dropout).to(device)
+    model = DDP(model, device_ids=[local_rank] if torch.cuda.is_available() else None)
+    torch.manual_seed(args.seed + rank)  # from here on, every rank its own dropout masks
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    criterion = nn.CrossEntropyLoss()
+
+    best_val_loss = None
+    for epoch in range(1, args.epochs + 1):
+        train(args, model, train_data, optimizer, criterion, epoch)
+        val_loss = evaluate(
+            args, model, val_data, criterion
+        )  # the whole set: the same on every rank
+        if rank == 0:
+            print(
+                f"| end of epoch {epoch} | valid loss {val_loss:.3f} | valid ppl {math.exp(val_loss):.2f}"
+            )
+        if best_val_loss is None or val_loss < best_val_loss:  # every rank takes the same branch
+            best_val_loss = val_loss
+            if rank == 0:
+                torch.save(model.module.state_dict(), args.save)
+        else:  # no improvement: a smaller learning rate
+            for group in optimizer.param_groups:
+                group["lr"] /= 4.0
+
+    dist.barrier()  # rank 0's file is complete before anyone reads it
+    model.module.load_state_dict(torch.load(args.save, map_location="cpu"))  # the best model
+    test_loss = evaluate(args, model, test_data, criterion)
+    if rank == 0:
+        print(f"| end of training | test loss {test_loss:.3f} | test ppl {math.exp(test_loss):.2f}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
