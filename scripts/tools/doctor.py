@@ -492,23 +492,9 @@ class Checker(ast.NodeVisitor):
                 self.add(node, "DDL101")
         self.generic_visit(node)
 
-    def visit_Expr(self, node):
-        call = node.value
-        if isinstance(call, ast.Call) and last(dotted(call.func)) in CONTEXT_MANAGERS:
-            name = dotted(call.func)
-            if name.startswith(("torch.", "accelerator.")) or name.endswith(".no_sync"):
-                self.add(node, "DDL115")  # a statement of its own: the manager is made and dropped
-        self.generic_visit(node)
-
     def visit_Call(self, node):
         name = dotted(node.func)
         callee = last(name)
-        if (
-            callee in ("random_split", "randperm")
-            and self.distributed
-            and keyword(node, "generator") is None
-        ):
-            self.add(node, "DDL116")
         if callee == "DataParallel":
             self.add(node, "DDL103")
         if (
@@ -602,6 +588,37 @@ class Rule(ast.NodeVisitor):
             ),
             None,
         )
+
+
+class ManagerAsStatement(Rule):
+    """DDL115: `model.no_sync()`, `accelerator.accumulate(model)`, `torch.autocast(...)`,
+    `torch.cuda.device(i)`, `torch.accelerator.device_index(i)` as a statement of their own: the context
+    manager is made and dropped, and the code after it runs without it."""
+
+    code = "DDL115"
+
+    def visit_Expr(self, node):
+        call = node.value
+        if isinstance(call, ast.Call) and last(dotted(call.func)) in CONTEXT_MANAGERS:
+            name = dotted(call.func)
+            if name.startswith(("torch.", "accelerator.")) or name.endswith(".no_sync"):
+                self.add(node)
+        self.generic_visit(node)
+
+
+class UnseededSplit(Rule):
+    """DDL116: random_split / randperm on the global RNG in a distributed script: each rank draws its own."""
+
+    code = "DDL116"
+
+    def visit_Call(self, node):
+        if (
+            last(dotted(node.func)) in ("random_split", "randperm")
+            and self.m.distributed
+            and keyword(node, "generator") is None
+        ):
+            self.add(node)
+        self.generic_visit(node)
 
 
 GLOBAL_RANK = re.compile(
@@ -851,6 +868,8 @@ class ReadWithoutBarrier(Rule):
 
 
 RULE_CLASSES = [
+    ManagerAsStatement,
+    UnseededSplit,
     GlobalRankAsDevice,
     GatherInEval,
     AccumulationWithoutNoSync,
