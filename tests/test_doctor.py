@@ -220,6 +220,72 @@ def test_legitimate_patterns_are_left_alone():
     assert codes("import torch\nmodel = torch.nn.DataParallel(net)  # noqa: DDL103\n") == []
 
 
+# Shapes that real scripts use correctly and that an earlier doctor flagged (the corpus in guides/doctor.md, and
+# 2,693 files of accelerate, Lightning, diffusers, timm and pytorch/examples read for tracebacks)
+CORRECT_IN_PUBLIC_CODE = {
+    "an eval sampler needs no set_epoch (pytorch/examples FSDP/T5_training.py)": (
+        "from torch.utils.data import DistributedSampler\nimport torch.distributed as dist\n"
+        "val_sampler = DistributedSampler(val_dataset, rank=rank, num_replicas=world_size)\n"
+    ),
+    "set_epoch in another module's train() (the same script)": (
+        "from torch.utils.data import DistributedSampler\nfrom utils import train\n"
+        "sampler1 = DistributedSampler(train_dataset, shuffle=True)\n"
+        "for epoch in range(3):\n    train(model, loader, epoch, sampler=sampler1)\n"
+    ),
+    "a prepared scheduler stepped per update (accelerate's autoregressive accumulation)": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, opt, lr_scheduler = accelerator.prepare(model, opt, lr_scheduler)\n"
+        "for epoch in range(3):\n    for update_step in range(total_updates):\n"
+        "        opt.step()\n        lr_scheduler.step()\n"
+    ),
+    "--local_rank kept beside LOCAL_RANK from the environment (diffusers)": (
+        "import argparse, os\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--local_rank', type=int, default=-1)\n"
+        "env_local_rank = int(os.environ.get('LOCAL_RANK', -1))\n"
+    ),
+    "clipping in the fp32 branch beside an AMP one (minGPT-ddp)": (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nif use_amp:\n"
+        "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(params, 1.0)\nelse:\n    loss.backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(params, 1.0)\n"
+    ),
+    "unscale_ before clipping (nanoGPT)": (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\n"
+        "scaler.unscale_(optimizer)\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    ),
+    "torch.device(x) alone checks that x names a device (diffusers)": (
+        "import torch\ntry:\n    torch.device(arg)\n    ok = True\nexcept RuntimeError:\n    ok = False\n"
+    ),
+    "rank % device_count() is a local index (diffusers' gligen)": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "local_rank = dist.get_rank() % torch.cuda.device_count()\ntorch.cuda.set_device(local_rank)\n"
+        "model = Net().to(local_rank)\ndist.destroy_process_group()\n"
+    ),
+    "a test of gather itself is not an evaluation (accelerate's test scripts)": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "def _test_resume(accelerator):\n    for step in range(3):\n"
+        "        batches = accelerator.gather(batch)\n"
+    ),
+    "gather with its own truncation of the repeats (accelerate's multi_process_metrics)": (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\nsamples_seen = 0\n"
+        "for step, batch in enumerate(eval_dataloader):\n    with torch.no_grad():\n"
+        "        out = model(batch)\n    preds = accelerator.gather(out)\n"
+        "    preds = preds[: len(eval_dataloader.dataset) - samples_seen]\n"
+    ),
+    "accumulation with require_backward_grad_sync (nanoGPT)": (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "for step in range(100):\n    for micro_step in range(accum):\n"
+        "        model.require_backward_grad_sync = micro_step == accum - 1\n"
+        "        model(x).backward()\n    if step % 1 == 0:\n        optimizer.step()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CORRECT_IN_PUBLIC_CODE))
+def test_shapes_public_scripts_use_correctly_are_left_alone(shape):
+    assert codes(CORRECT_IN_PUBLIC_CODE[shape]) == []
+
+
 PLANTED = """\
 import argparse
 import torch
