@@ -151,6 +151,8 @@ def main():
             accelerator.is_main_process
         ):  # one writer; the bare model's keys, without DDP's "module." prefix
             torch.save(accelerator.unwrap_model(model).state_dict(), args.save_model)
+    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    accelerator.free_memory()  # and accelerate's own references to it
     accelerator.end_training()
 
 

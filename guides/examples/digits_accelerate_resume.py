@@ -90,11 +90,15 @@ def main():
             if progress.step == args.stop_at:
                 accelerator.save_state()  # checkpoints/checkpoint_N (pickle: load only your own)
                 accelerator.print(f"stopped after step {progress.step}: run again with --resume")
+                del model  # (as at the end)
+                accelerator.free_memory()
                 accelerator.end_training()
                 return
     accelerator.wait_for_everyone()
     accelerator.save_model(model, args.output_dir)  # model.safetensors, the bare model's keys
     accelerator.print(f"done: {progress.step} steps -> {args.output_dir}")
+    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    accelerator.free_memory()  # and accelerate's own references to it
     accelerator.end_training()
 
 

@@ -160,6 +160,7 @@ def main():
         args.save_model and rank == 0
     ):  # one writer; the bare model's keys, without DDP's "module." prefix
         torch.save(model.module.state_dict(), args.save_model)
+    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
     dist.destroy_process_group()
 
 

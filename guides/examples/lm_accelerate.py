@@ -153,6 +153,9 @@ def main():
     accelerator.print(
         f"| end of training | test loss {test_loss:.3f} | test ppl {math.exp(test_loss):.2f}"
     )
+    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    accelerator.free_memory()  # and accelerate's own references to it
+    accelerator.end_training()
 
 
 if __name__ == "__main__":

@@ -152,6 +152,7 @@ def main():
     test_loss = evaluate(args, model, test_data, criterion)
     if rank == 0:
         print(f"| end of training | test loss {test_loss:.3f} | test ppl {math.exp(test_loss):.2f}")
+    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
     dist.destroy_process_group()
 
 
