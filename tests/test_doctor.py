@@ -398,6 +398,7 @@ FAILS_UNFIXED = {"ddl104_shuffle_and_sampler.py": "mutually exclusive", "ddl106"
 RUNNER = """
 import faulthandler, runpy, sys
 import torch.distributed as dist
+import torch.distributed.nn  # before the fixtures' init_process_group, so that a group can be freed (item 2)
 for path in sys.argv[1:]:
     faulthandler.dump_traceback_later(60, exit=True)
     try:

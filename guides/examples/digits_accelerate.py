@@ -19,6 +19,7 @@ from sklearn.model_selection import train_test_split
 from torch.optim.lr_scheduler import StepLR
 from torch.utils.data import DataLoader, TensorDataset
 
+import torch.distributed.nn  # before init_process_group, or exits can abort: your-script.md item 2
 from accelerate import Accelerator
 
 
@@ -151,7 +152,7 @@ def main():
             accelerator.is_main_process
         ):  # one writer; the bare model's keys, without DDP's "module." prefix
             torch.save(accelerator.unwrap_model(model).state_dict(), args.save_model)
-    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    del model  # its reducer holds the group: destroy_process_group frees it only after this
     accelerator.free_memory()  # and accelerate's own references to it
     accelerator.end_training()
 

@@ -97,7 +97,7 @@ def main():
     accelerator.wait_for_everyone()
     accelerator.save_model(model, args.output_dir)  # model.safetensors, the bare model's keys
     accelerator.print(f"done: {progress.step} steps -> {args.output_dir}")
-    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    del model  # its reducer holds the group: destroy_process_group frees it only after this
     accelerator.free_memory()  # and accelerate's own references to it
     accelerator.end_training()
 

@@ -19,6 +19,7 @@ from torch.optim.lr_scheduler import StepLR
 from torch.utils.data import DataLoader, TensorDataset
 
 import torch.distributed as dist
+import torch.distributed.nn  # before init_process_group, or exits can abort: your-script.md item 2
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DistributedSampler, Subset
 
@@ -160,7 +161,7 @@ def main():
         args.save_model and rank == 0
     ):  # one writer; the bare model's keys, without DDP's "module." prefix
         torch.save(model.module.state_dict(), args.save_model)
-    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    del model  # its reducer holds the group: destroy_process_group frees it only after this
     dist.destroy_process_group()
 
 

@@ -12,6 +12,7 @@ import argparse
 import math
 
 import torch
+import torch.distributed.nn  # before init_process_group, or exits can abort: your-script.md item 2
 import torch.nn as nn
 from accelerate import Accelerator
 from sklearn import datasets
@@ -153,7 +154,7 @@ def main():
     accelerator.print(
         f"| end of training | test loss {test_loss:.3f} | test ppl {math.exp(test_loss):.2f}"
     )
-    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    del model  # its reducer holds the group: destroy_process_group frees it only after this
     accelerator.free_memory()  # and accelerate's own references to it
     accelerator.end_training()
 

@@ -12,6 +12,7 @@ import os
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # before init_process_group, or exits can abort: your-script.md item 2
 import torch.nn as nn
 from sklearn import datasets
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -152,7 +153,7 @@ def main():
     test_loss = evaluate(args, model, test_data, criterion)
     if rank == 0:
         print(f"| end of training | test loss {test_loss:.3f} | test ppl {math.exp(test_loss):.2f}")
-    del model  # the DDP wrapper and its gloo threads go now, not in the interpreter's teardown
+    del model  # its reducer holds the group: destroy_process_group frees it only after this
     dist.destroy_process_group()
 
 

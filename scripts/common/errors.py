@@ -71,12 +71,15 @@ def run(main, description=None, uses=()):
 
 def leave(code=0):
     """End a finished run without the interpreter's teardown. Its results are written and flushed, the
-    process group destroyed; what is left is libtorch's objects being freed at exit, which races: a DDP
-    Reducer or an FSDP DeviceMesh still holds its ProcessGroupGloo, whose destructor joins a gloo worker
-    thread that waits for the GIL the exiting main thread holds. Seen here as a hang (py-spy: ~ProcessGroupGloo
-    -> std::thread::join, the worker in gil_scoped_acquire) and as SIGABRT ("terminate called without an
-    active exception"): a few runs in a hundred on 2 loaded cores, each after the run had finished.
-    os._exit skips that teardown; the OS frees the memory and releases the output-dir lock."""
+    process group destroyed; what is left is libtorch's objects being freed at exit, which races: the default
+    ProcessGroupGloo outlives destroy_process_group (torch.distributed.nn, which DDP's constructor imports
+    after init, keeps it as its functions' default group=; an FSDP DeviceMesh holds it too), and its worker
+    threads need the GIL the exiting main thread holds. Seen here as a hang (py-spy: ~ProcessGroupGloo ->
+    std::thread::join, the worker in gil_scoped_acquire) and as SIGABRT ("terminate called without an active
+    exception", a worker freeing a tensor during finalization): a few runs in a hundred on 2 loaded cores,
+    each after the run had finished. guides/your-script.md item 2 has the measurements and the fix for a
+    script of one's own; here os._exit skips that teardown, and the OS frees the memory and releases the
+    output-dir lock."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
