@@ -14,13 +14,24 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from common import checkpoint, data, errors, metrics, models, preemption, progress, schedule
+from common import (
+    best_model,
+    checkpoint,
+    data,
+    entry,
+    metrics,
+    models,
+    preemption,
+    progress,
+    schedule,
+)
 
 
 def main(args):
     # -- setup -------------------------------------------------------------------------------------
     accum = args.gradient_accumulation_steps  # micro-batches per optimizer step
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32  # --tf32: faster fp32 matmuls on recent GPUs
     torch.manual_seed(args.seed)  # the same initial weights in every rung
 
     # -- data --------------------------------------------------------------------------------------
@@ -46,7 +57,9 @@ def main(args):
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
     start_epoch, step, done = checkpoint.resume(args, model, optimizer, scheduler, train_loader)
-    recorder = progress.Recorder(args, info, batch_size, step, done)  # samples/s, --report-to
+    meter = progress.Meter(args, info, batch_size, step, done)  # position, samples/s, history
+    log = progress.Log(args, meter)  # progress bar, --log-every lines, --report-to events
+    best = best_model.Best(args.output_dir, args.lineage, step > 0)  # <output-dir>/best
     print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
     def evaluate():  # accuracy and mean loss over the eval set, every sample counted exactly once
@@ -67,7 +80,7 @@ def main(args):
     preempted = preemption.Preemption()  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
     for epoch in range(start_epoch, args.epochs):
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        for micro, batch in enumerate(recorder.progress(train_loader, epoch), 1):
+        for micro, batch in enumerate(log.bar(train_loader, epoch), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
             loss = F.cross_entropy(model(inputs), targets)
@@ -79,12 +92,16 @@ def main(args):
             scheduler.step()  # the learning rate of the next step
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            # --report-to, --log-every; evaluate() each epoch or --eval-every steps, best model kept
-            recorder.log(step, loss_sum, optimizer, model, evaluate)
+            if log.due(step):  # a --log-every line or --report-to's scalars after this step
+                log.step(step, loss_sum, optimizer, model)
+            if meter.eval_due(step):  # each epoch's last step, or every --eval-every steps
+                results = log.evaluated(step, evaluate())  # the history, --report-to
+                if best.improves(results):  # the lowest eval loss so far
+                    best.save(step, results, model)
             if step >= args.max_steps or preempted.stop_now(step):
                 break
-        train_loss = recorder.epoch(step, loss_sum)  # the mean; stops on NaN or inf
-        checkpoint.save(args, model, optimizer, scheduler, step, *recorder.position)
+        train_loss = meter.end_epoch(step, loss_sum)  # the mean; stops on NaN or inf
+        checkpoint.save(args, model, optimizer, scheduler, step, *meter.position)
         print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         preempted.exit_if_stopped(step)  # SIGTERM or Ctrl-C: the checkpoint is written, exit now
         if step >= args.max_steps:
@@ -102,11 +119,13 @@ def main(args):
             "model": models.name(model),
             "device": str(device),
             "steps": step,
-            **recorder.summary(model, optimizer, device),
+            "best_eval_loss": best.loss,
+            **meter.summary(model, optimizer, device),
         },
     )
+    log.close(best.loss)  # --report-to: the run's flags beside its final metrics
     print(f"done: eval accuracy {results['eval_accuracy']:.4f}, {step} steps -> {args.output_dir}")
 
 
 if __name__ == "__main__":
-    errors.run(main, __doc__)
+    entry.run(main, __doc__)

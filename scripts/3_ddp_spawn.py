@@ -17,7 +17,17 @@ import torch.nn.functional as F
 
 import torch.distributed as dist
 
-from common import checkpoint, data, errors, metrics, models, preemption, progress, schedule
+from common import (
+    best_model,
+    checkpoint,
+    data,
+    entry,
+    metrics,
+    models,
+    preemption,
+    progress,
+    schedule,
+)
 from common.process import free_port
 
 
@@ -30,6 +40,7 @@ def main(local_rank, args):
     world_size = dist.get_world_size()
     is_main = dist.get_rank() == 0  # rank 0 alone writes files and prints
     device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32  # --tf32: faster fp32 matmuls on recent GPUs
     torch.manual_seed(args.seed)  # the same initial weights in every rung
 
     # -- data --------------------------------------------------------------------------------------
@@ -60,7 +71,9 @@ def main(local_rank, args):
     if args.compile:
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
     start_epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
-    recorder = progress.Recorder(args, info, batch_size, step, done)  # samples/s, --report-to
+    meter = progress.Meter(args, info, batch_size, step, done)  # position, samples/s, history
+    log = progress.Log(args, meter, show=is_main)  # rank 0 alone shows a bar, lines, events
+    best = best_model.Best(args.output_dir, args.lineage, step > 0)  # <output-dir>/best
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
@@ -86,7 +99,7 @@ def main(local_rank, args):
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)  # the epoch's shuffled order, the same on every rank
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        for micro, batch in enumerate(recorder.progress(train_loader, epoch), 1):
+        for micro, batch in enumerate(log.bar(train_loader, epoch), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
             with model.no_sync() if micro % accum else contextlib.nullcontext():
@@ -99,17 +112,28 @@ def main(local_rank, args):
             scheduler.step()  # the learning rate of the next step
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            # --report-to, --log-every; evaluate() each epoch or --eval-every steps, best model kept
-            recorder.log(step, loss_sum, optimizer, model, evaluate)
+            if log.due(step):  # a --log-every line or --report-to's scalars after this step
+                dist.all_reduce(loss_sum)  # every rank, at the same step: the global batch's loss
+                loss_sum /= world_size  # the mean over ranks, now the same on every rank
+                log.step(step, loss_sum, optimizer, model)
+            if meter.eval_due(step):  # each epoch's last step, or every --eval-every steps
+                results = log.evaluated(step, evaluate())  # the history, --report-to
+                if best.improves(results) and is_main:  # the same on every rank; rank 0 writes
+                    best.save(step, results, model)
+            if step % preemption.CHECK_EVERY == 0:  # the same steps on every rank: a collective
+                flag = torch.tensor(int(preempted.received), device=device)  # 1: this rank got it
+                dist.all_reduce(flag)  # the sum: > 0 when any rank got SIGTERM or Ctrl-C
+                preempted.agree(flag.item() > 0)  # every rank stops at this step, or none does
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         dist.all_reduce(loss_sum)  # the loss over the global batch, not this rank's share alone
-        train_loss = recorder.epoch(step, loss_sum / world_size)  # the mean; stops on NaN or inf
+        loss_sum /= world_size  # the mean over ranks
+        train_loss = meter.end_epoch(step, loss_sum)  # the mean; stops on NaN or inf
         if is_main:
-            checkpoint.save(args, raw_model, optimizer, scheduler, step, *recorder.position)
+            checkpoint.save(args, raw_model, optimizer, scheduler, step, *meter.position)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         dist.barrier()  # no rank runs ahead (or exits, or resumes) before the checkpoint is on disk
-        preempted.exit_if_stopped(step)  # SIGTERM or Ctrl-C: the checkpoint is written, exit now
+        preempted.exit_if_stopped(step, is_main)  # the checkpoint is written: exit, rank 0 says so
         if step >= args.max_steps:
             break
 
@@ -128,17 +152,20 @@ def main(local_rank, args):
             "model": models.name(model),
             "device": str(device),
             "steps": step,
-            **recorder.summary(model, optimizer, device),
+            "best_eval_loss": best.loss,
+            **meter.summary(model, optimizer, device),
         },
     )
+    log.close(best.loss)  # --report-to: the run's flags beside its final metrics
     print(f"done: eval accuracy {results['eval_accuracy']:.4f}, {step} steps -> {args.output_dir}")
 
 
 def spawn(args):  # one training process per device: mp.spawn calls main(local_rank, args) in each
     os.environ["MASTER_ADDR"] = "127.0.0.1"  # where rank 0 listens for the others: this machine
     os.environ["MASTER_PORT"] = str(free_port(int(os.environ.get("MASTER_PORT", 0))))
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: the processes share the cores
     torch.multiprocessing.spawn(main, args=(args,), nprocs=args.nproc)
 
 
 if __name__ == "__main__":
-    errors.run(spawn, __doc__, uses=("nproc", "sync_bn", "dist_timeout"))
+    entry.run(spawn, __doc__, uses=("nproc", "sync_bn", "dist_timeout"))

@@ -21,7 +21,17 @@ from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, InitProcessGroupKwargs
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from common import checkpoint, data, errors, metrics, models, preemption, progress, schedule
+from common import (
+    best_model,
+    checkpoint,
+    data,
+    entry,
+    metrics,
+    models,
+    preemption,
+    progress,
+    schedule,
+)
 
 
 @record  # torchrun's failure summary then shows this worker's error, not "error_file: <N/A>"
@@ -29,6 +39,7 @@ def main(args):
     # -- setup -------------------------------------------------------------------------------------
     accum = args.gradient_accumulation_steps  # micro-batches per optimizer step
     accelerator = Accelerator(  # the processes and the mixed precision come from the launch
+        cpu=not torch.cuda.is_available(),  # a CPU: gloo ranks (a use_cpu config alone trains copies)
         gradient_accumulation_steps=accum,
         dataloader_config=DataLoaderConfiguration(split_batches=True),  # batches are global
         kwargs_handlers=[InitProcessGroupKwargs(timeout=args.dist_timeout)],
@@ -36,6 +47,7 @@ def main(args):
     world_size = accelerator.num_processes
     is_main = accelerator.is_main_process
     device = accelerator.device
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32  # --tf32: faster fp32 matmuls on recent GPUs
     torch.manual_seed(args.seed)  # the same initial weights in every rung
 
     # -- data --------------------------------------------------------------------------------------
@@ -71,7 +83,9 @@ def main(args):
     start_epoch, step, done = checkpoint.resume(
         args, raw_model, optimizer, scheduler, train_loader, scaler
     )
-    recorder = progress.Recorder(args, info, batch_size, step, done)  # samples/s, --report-to
+    meter = progress.Meter(args, info, batch_size, step, done)  # position, samples/s, history
+    log = progress.Log(args, meter, show=is_main)  # rank 0 alone shows a bar, lines, events
+    best = best_model.Best(args.output_dir, args.lineage, step > 0)  # <output-dir>/best
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
@@ -93,7 +107,7 @@ def main(args):
     preempted = preemption.Preemption()  # SIGTERM or Ctrl-C: finish the step, checkpoint, exit
     for epoch in range(start_epoch, args.epochs):
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        for micro, batch in enumerate(recorder.progress(train_loader, epoch), 1):
+        for micro, batch in enumerate(log.bar(train_loader, epoch), 1):
             inputs = batch["inputs"].to(device, non_blocking=True)
             targets = batch["labels"].to(device, non_blocking=True)
             with accelerator.accumulate(model):  # no_sync() but on a step's last micro-batch
@@ -106,17 +120,28 @@ def main(args):
             if not accelerator.sync_gradients:
                 continue  # more micro-batches before this optimizer step
             step += 1
-            # --report-to, --log-every; evaluate() each epoch or --eval-every steps, best model kept
-            recorder.log(step, loss_sum, optimizer, model, evaluate)
+            if log.due(step):  # a --log-every line or --report-to's scalars after this step
+                loss_sum = accelerator.reduce(loss_sum, "sum")  # every rank, at the same step
+                loss_sum /= world_size  # the mean over ranks, now the same on every rank
+                log.step(step, loss_sum, optimizer, model)
+            if meter.eval_due(step):  # each epoch's last step, or every --eval-every steps
+                results = log.evaluated(step, evaluate())  # the history, --report-to
+                if best.improves(results) and is_main:  # the same on every rank; rank 0 writes
+                    best.save(step, results, model)
+            if step % preemption.CHECK_EVERY == 0:  # the same steps on every rank: a collective
+                flag = torch.tensor(int(preempted.received), device=device)  # 1: this rank got it
+                flag = accelerator.reduce(flag, "sum")  # > 0 when any rank got SIGTERM or Ctrl-C
+                preempted.agree(flag.item() > 0)  # every rank stops at this step, or none does
             if step >= args.max_steps or preempted.stop_now(step):
                 break
         loss_sum = accelerator.reduce(loss_sum, "sum")  # the global batch's, not this rank's share
-        train_loss = recorder.epoch(step, loss_sum / world_size)  # the mean; stops on NaN or inf
+        loss_sum /= world_size  # the mean over ranks
+        train_loss = meter.end_epoch(step, loss_sum)  # the mean; stops on NaN or inf
         if is_main:
-            checkpoint.save(args, raw_model, optimizer, scheduler, step, *recorder.position, scaler)
+            checkpoint.save(args, raw_model, optimizer, scheduler, step, *meter.position, scaler)
             print(f"epoch {epoch:3d} | step {step:6d} | train loss {train_loss:.4f}")
         accelerator.wait_for_everyone()  # no rank runs ahead before the checkpoint is on disk
-        preempted.exit_if_stopped(step)  # SIGTERM or Ctrl-C: the checkpoint is written, exit now
+        preempted.exit_if_stopped(step, is_main)  # the checkpoint is written: exit, rank 0 says so
         if step >= args.max_steps:
             break
 
@@ -135,11 +160,13 @@ def main(args):
             "model": models.name(model),
             "device": str(device),
             "steps": step,
-            **recorder.summary(model, optimizer, device),
+            "best_eval_loss": best.loss,
+            **meter.summary(model, optimizer, device),
         },
     )
+    log.close(best.loss)  # --report-to: the run's flags beside its final metrics
     print(f"done: eval accuracy {results['eval_accuracy']:.4f}, {step} steps -> {args.output_dir}")
 
 
 if __name__ == "__main__":
-    errors.run(main, __doc__, uses=("sync_bn", "dist_timeout"))
+    entry.run(main, __doc__, uses=("sync_bn", "dist_timeout"))

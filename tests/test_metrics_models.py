@@ -74,12 +74,13 @@ def test_models_shapes_and_no_dropout():
     assert not any(isinstance(x, torch.nn.modules.batchnorm._BatchNorm) for x in mlp.modules())
 
 
-def recorded_run(tmp_path, capsys, eval_every=0, log_every=0, resumed_from=None):
-    """Two epochs of six one-sample steps through the Recorder as a rung drives it, with a stub evaluate()
-    whose eval loss falls to step 8, then rises: (the steps evaluated, the log lines, the recorder)."""
+def recorded_run(tmp_path, capsys, eval_every=0, log_every=0, resumed_from=None, show=True):
+    """Two epochs of six one-sample steps through the Meter, the Log and the Best model as a rung drives them,
+    with a stub evaluate() whose eval loss falls to step 8, then rises: (the steps evaluated, the log lines,
+    the meter, the best)."""
     import argparse
 
-    from common import progress
+    from common import best_model, progress
 
     parsed = vars(flags.parse(argv=["--epochs", "2", "--output-dir", str(tmp_path)], uses=()))
     args = argparse.Namespace(
@@ -88,53 +89,79 @@ def recorded_run(tmp_path, capsys, eval_every=0, log_every=0, resumed_from=None)
     model = torch.nn.Linear(2, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     start = resumed_from or 0
-    recorder = progress.Recorder(args, Info("t", "tabular", (2,), 2), 1, start, start % 6)
+    meter = progress.Meter(args, Info("t", "tabular", (2,), 2), 1, start, start % 6)
+    log = progress.Log(args, meter, show=show)
+    best = best_model.Best(args.output_dir, args.lineage, start > 0)
     evaluated = []
 
     def evaluate():
-        evaluated.append(recorder.step)
-        return {"eval_loss": abs(recorder.step - 8) + 0.5, "eval_accuracy": 0.5}
+        evaluated.append(meter.step)
+        return {"eval_loss": abs(meter.step - 8) + 0.5, "eval_accuracy": 0.5}
 
     step = start
     for epoch in range(start // 6, 2):
         loss_sum = torch.zeros(())
-        for _ in recorder.progress(range(6 - (step % 6 if epoch == start // 6 else 0)), epoch):
+        for _ in log.bar(range(6 - (step % 6 if epoch == start // 6 else 0)), epoch):
             step += 1
             loss_sum += 1.0
-            recorder.log(step, loss_sum, optimizer, model, evaluate)
-        recorder.epoch(step, loss_sum)
-    return evaluated, capsys.readouterr().out.splitlines(), recorder
+            if log.due(step):
+                log.step(step, loss_sum, optimizer, model)
+            if meter.eval_due(step):
+                results = log.evaluated(step, evaluate())
+                if best.improves(results) and show:
+                    best.save(step, results, model)
+        meter.end_epoch(step, loss_sum)
+    return evaluated, capsys.readouterr().out.splitlines(), meter, best
 
 
 def test_evaluation_each_epoch_or_every_n_steps_keeps_the_best_model(tmp_path, capsys):
     """Issue 25: evaluation ran once, at the end. Now each epoch's last step by default, or every --eval-every
     steps; each one lands in metrics.json's history, and the best by eval loss in <output-dir>/best (model and
     eval.json), which a resumed run of the same lineage keeps competing against."""
-    evaluated, _, recorder = recorded_run(tmp_path / "epochs", capsys)
+    evaluated, _, meter, _ = recorded_run(tmp_path / "epochs", capsys)
     assert evaluated == [6, 12]
-    assert [h["step"] for h in recorder.history] == [6, 12] and "eval_loss" in recorder.history[0]
+    assert [h["step"] for h in meter.history] == [6, 12] and "eval_loss" in meter.history[0]
     best = json.loads((tmp_path / "epochs" / "best" / "eval.json").read_text())
     assert best["step"] == 6 and best["eval_loss"] == 2.5 and best["run"] == "run-a"
     assert (tmp_path / "epochs" / "best" / "model.safetensors").exists()
 
-    evaluated, _, recorder = recorded_run(tmp_path / "every", capsys, eval_every=4)
+    evaluated, _, meter, _ = recorded_run(tmp_path / "every", capsys, eval_every=4)
     assert evaluated == [4, 8, 12]
-    assert [h["step"] for h in recorder.history] == [
-        4,
-        6,
-        8,
-        12,
-    ]  # epoch 1's eval, then the epoch's
+    assert [h["step"] for h in meter.history] == [4, 6, 8, 12]  # epoch 1's eval, then the epoch's
     assert json.loads((tmp_path / "every" / "best" / "eval.json").read_text())["step"] == 8
     # a resume at step 9 of the same lineage: step 12's 4.5 is no better than the kept best (0.5, step 8)
-    evaluated, _, recorder = recorded_run(tmp_path / "every", capsys, eval_every=4, resumed_from=9)
-    assert evaluated == [12] and recorder.best.loss == 0.5
+    evaluated, _, meter, best = recorded_run(
+        tmp_path / "every", capsys, eval_every=4, resumed_from=9
+    )
+    assert evaluated == [12] and best.loss == 0.5
     assert json.loads((tmp_path / "every" / "best" / "eval.json").read_text())["step"] == 8
+
+
+def test_a_non_finite_evaluation_is_never_the_best():
+    """Issue 35: a NaN first evaluation became best/, and nothing beats NaN afterwards."""
+    from common import best_model
+
+    best = best_model.Best("/nonexistent-dir", "run-a", resumed=False)
+    assert not best.improves({"eval_loss": float("nan")}) and best.loss is None
+    assert not best.improves({"eval_loss": float("inf")})
+    assert best.improves({"eval_loss": 3.0}) and not best.improves({"eval_loss": float("nan")})
+    assert best.improves({"eval_loss": 2.0}) and best.loss == 2.0
+
+
+def test_the_processes_that_do_not_show_print_and_write_nothing_but_decide_alike(tmp_path, capsys):
+    """Issue 32: rank 1 (show=False) runs the same Meter, Log and Best calls as rank 0, and so reaches the
+    same collectives at the same steps (log.due and eval_due depend on the step alone); it prints no line and
+    writes no file."""
+    args = dict(eval_every=4, log_every=4)
+    shown, lines, _, _ = recorded_run(tmp_path / "rank0", capsys, **args)
+    quiet, quiet_lines, _, _ = recorded_run(tmp_path / "rank1", capsys, **args, show=False)
+    assert shown == quiet == [4, 8, 12] and quiet_lines == []
+    assert not (tmp_path / "rank1" / "best").exists() and (tmp_path / "rank0" / "best").exists()
 
 
 def test_a_log_that_is_not_a_terminal_gets_a_line_every_n_steps(tmp_path, capsys):
     """Issue 25: a batch job's log showed nothing for an epoch's length (tqdm draws only on a terminal)."""
-    _, lines, _ = recorded_run(tmp_path, capsys, log_every=4)
+    _, lines, _, _ = recorded_run(tmp_path, capsys, log_every=4)
     steps = [line for line in lines if line.startswith("step ")]
     assert [line.split("/")[0] for line in steps] == ["step      4", "step      8", "step     12"]
     assert all(

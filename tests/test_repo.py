@@ -1,8 +1,10 @@
 """The repository's promises: pins, no unpickling, the two README commands, CI, make help."""
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,10 +52,10 @@ def test_make_help_lists_every_target_with_a_line():
 
 
 def test_rungs_share_one_cli():
-    """Every rung parses its flags with common/flags.py (through errors.run) and never adds its own."""
+    """Every rung parses its flags with common/flags.py (through entry.run) and never adds its own."""
     for rung in sorted((ROOT / "scripts").glob("[0-9]_*.py")):
         text = rung.read_text()
-        assert re.search(r"errors\.run\((main|spawn), __doc__(, uses=\(.*\))?\)", text), rung.name
+        assert re.search(r"entry\.run\((main|spawn), __doc__(, uses=\(.*\))?\)", text), rung.name
         assert "add_argument(" not in text and "argparse" not in text, rung.name
 
 
@@ -141,6 +143,111 @@ def test_no_private_attribute_of_another_library_is_read():
             if name and name.startswith("_") and not name.startswith("__"):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
     assert not found, found
+
+
+# What only a rung may do (issue 32): a collective, a rank or world-size query, a process group's life. In
+# common/ the checkpoint module alone (FSDP's gather: every rank joins it) calls torch.distributed this way.
+DISTRIBUTED = {
+    "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor", "broadcast",
+    "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "barrier",
+    "gather", "gather_object", "scatter", "send", "recv", "all_to_all", "monitored_barrier",
+    "get_rank", "get_world_size", "get_node_local_rank", "init_process_group",
+    "destroy_process_group", "new_group", "full_tensor", "redistribute",
+}  # fmt: skip
+
+
+def _distributed_uses(path):
+    """`dist.all_reduce(...)`, `torch.distributed.get_rank()`, `x.full_tensor()`... in `path`: the calls whose
+    name is one of DISTRIBUTED and that are made on torch.distributed or on a tensor (not a module of common/,
+    whose own `checkpoint.gather` is a name, not a collective), and every write to os.environ."""
+    import ast
+
+    tree, found = ast.parse(path.read_text()), []
+    dist_names = {"dist", "torch.distributed"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.distributed":
+            found += [f"from torch.distributed import {a.name}" for a in node.names]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner, name = ast.unparse(node.func.value), node.func.attr
+            environ = owner in ("os.environ", "environ", "env") and name in (
+                "setdefault", "update", "pop", "clear"
+            )  # fmt: skip
+            if environ or name in ("putenv", "unsetenv"):
+                found.append(f"{path.name}:{node.lineno}: {owner}.{name}")
+            elif name in DISTRIBUTED and (owner in dist_names or name == "full_tensor"):
+                found.append(f"{path.name}:{node.lineno}: {owner}.{name}")
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and ast.unparse(t.value) in ("os.environ", "env"):
+                    found.append(f"{path.name}:{node.lineno}: {ast.unparse(t)} written")
+    return found
+
+
+def test_common_knows_nothing_of_ranks_and_never_writes_the_environment():
+    """Issue 32: every collective a run takes is a line in a rung; common/ takes rank, world size and "is main"
+    as arguments. The checkpoint module alone calls torch.distributed (FSDP's gather, the rank that logs a
+    resume), and no module writes os.environ (it was: ACCELERATE_USE_CPU, OMP_NUM_THREADS, TF32, evaluate's
+    offline switch). The test is proven on a copy that breaks each rule."""
+    found = {}
+    for path in sorted((ROOT / "scripts" / "common").glob("*.py")):
+        if path.name != "checkpoint.py":
+            found[path.name] = _distributed_uses(path)
+    assert not any(found.values()), found
+    bad = ROOT / "scripts" / "common" / "metrics.py"
+    planted = bad.read_text() + (
+        "\nimport torch.distributed as dist\n\ndef f(t):\n    dist.all_reduce(t)\n"
+        "    os.environ['X'] = '1'\n    t.full_tensor()\n    return dist.get_rank()\n"
+    )
+    copy = Path(os.environ.get("TMPDIR", "/tmp")) / f"planted-{os.getpid()}.py"
+    try:
+        copy.write_text(planted)
+        assert len(_distributed_uses(copy)) == 4, _distributed_uses(copy)
+    finally:
+        copy.unlink()
+    # the rungs do call them (the lesson): rung 3 takes every kind of collective the run needs
+    rung3 = "\n".join(_distributed_uses(ROOT / "scripts" / "3_ddp_spawn.py"))
+    for name in ("all_reduce", "all_gather_object", "barrier", "destroy_process_group"):
+        assert f"dist.{name}" in rung3, rung3
+
+
+def test_common_imports_in_no_circle():
+    """Issue 32: errors -> flags -> errors and process -> lock -> errors were circles. The graph of imports
+    between modules of common/ (at the top or inside functions) has no cycle."""
+    import ast
+
+    graph = {}
+    for path in sorted((ROOT / "scripts" / "common").glob("*.py")):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("common")
+            ):
+                parts = node.module.split(".")
+                if len(parts) > 1:
+                    deps.add(parts[1])
+                else:
+                    deps |= {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.split(".")[1] for a in node.names if a.name.startswith("common.")}
+        graph[path.stem] = deps - {path.stem}
+    graph["__init__"] = (
+        set()
+    )  # the package's own file: imported before every module, imports errors only
+
+    def cycle(node, stack):
+        if node in stack:
+            return stack[stack.index(node) :] + [node]
+        for dep in sorted(graph.get(node, ())):
+            found = cycle(dep, stack + [node])
+            if found:
+                return found
+        return None
+
+    for module in sorted(graph):
+        assert cycle(module, []) is None, " -> ".join(cycle(module, []))
 
 
 def test_common_is_rooms_of_one_purpose_each_within_250_lines():

@@ -1,7 +1,7 @@
 """Bad input and the usual distributed failures as one line on stderr and exit code 2, never a traceback.
 
-`run(main, doc, uses)` is every rung's entry point: it parses the flags (common/flags.py), prepares the process
-(common/process.py), calls `main(args)`, and turns what went wrong into one `error: ...` line that names the fix.
+A leaf: it imports nothing of common/, so every module can raise UsageError (common/entry.py is the entry point
+that turns what went wrong into the `error: ...` line). `leave` is the one way a finished or stopped run exits.
 """
 
 import os
@@ -21,52 +21,6 @@ TORCHRUN_ENV = (
 
 class UsageError(Exception):
     """Bad input. Printed as one line on stderr (naming the fix) and the process exits with code 2."""
-
-
-def run(main, description=None, uses=()):
-    """Parse the flags (`uses`: the rung-specific flags this script honours), prepare the process and run
-    `main(args)`. Bad input, here or in a process that `main` spawned, becomes one line on stderr and exit code 2;
-    so do the usual distributed failures, with their likely cause. A run stopped by SIGTERM or SIGINT exits with
-    143 or 130, after its checkpoint."""
-    from common import flags, preemption, process
-
-    script = Path(sys.argv[0]).stem
-    try:
-        args = flags.parse(description, uses=uses)
-        process.prepare(args)
-    except UsageError as e:
-        # every rank parses the same flags: one of them says so
-        if os.environ.get("RANK", "0") == "0":
-            fail(e)
-        sys.exit(2)
-    try:
-        main(args)
-    except UsageError as e:
-        fail(e)
-    except KeyError as e:
-        if e.args and e.args[0] in TORCHRUN_ENV:  # os.environ["LOCAL_RANK"] outside torchrun
-            fail(
-                f"{e.args[0]} is not set: launch this script with torchrun, e.g. torchrun --standalone "
-                f"--nproc_per_node=2 scripts/{script}.py"
-            )
-        raise
-    except Exception as e:
-        name = type(e).__name__
-        # mp.spawn'd workers
-        if name == "ProcessExitedException" and e.exit_code in preemption.EXIT_CODES:
-            sys.exit(e.exit_code)
-        text, rank = str(e).strip(), None
-        # torch.multiprocessing.spawn: a child's traceback as text
-        if name == "ProcessRaisedException":
-            rank = e.error_index
-            name, _, text = text.splitlines()[-1].partition(": ")
-            if name.rsplit(".", 1)[-1] in ("UsageError", "CheckpointError"):
-                fail(text, rank)
-        problem = distributed_problem(text, args.dist_timeout.total_seconds())
-        if problem:
-            fail(problem, rank)
-        raise
-    leave()
 
 
 def leave(code=0):

@@ -7,19 +7,16 @@ KeyboardInterrupt wherever the program is (SIGINT), and lose every step since th
 handler only sets a flag; the training loop reads it at a step boundary, every CHECK_EVERY steps, saves, and exits
 with 128 + the signal's number, what a shell reports for a process that the signal ended (143, 130).
 
-Under torch.distributed (rungs 3-6) a process cannot act on its own flag: the signal reaches the processes at
+Under torch.distributed (rungs 3-7) a process cannot act on its own flag: the signal reaches the processes at
 different moments, and one that leaves the loop alone leaves the others waiting forever in DDP's next gradient
-all-reduce. So `stop_now` stops every process when ANY of them has the flag, which takes a one-element
-all-reduce; CHECK_EVERY keeps its cost (about 0.3 ms with 2 CPU processes over gloo) off most steps. This is
-the one place in common/ that calls torch.distributed: it is the preemption feature's own plumbing, the same
-line in every rung, and guides/fault-tolerance.md shows it.
+all-reduce. The rung therefore all-reduces the flag every CHECK_EVERY steps (a line of its own, from rung 3 on)
+and hands the sum to `agree`, so every process stops at the same step. This module runs no collective: it
+knows nothing of ranks.
 """
 
 import signal
-import sys
 
-import torch
-import torch.distributed as dist
+from common.errors import leave
 
 CHECK_EVERY = 10  # steps between checks; the loop stops at most this many steps after the signal
 EXIT_CODE = 128 + signal.SIGTERM  # 143: "stopped, not finished"
@@ -27,51 +24,40 @@ EXIT_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)
 
 
 class Preemption:
-    """Install the handlers; `requested` turns True once SIGTERM or SIGINT has arrived (any number of times)."""
+    """Install the handlers; `received` turns True once SIGTERM or SIGINT has reached this process."""
 
     def __init__(self, signals=(signal.SIGTERM, signal.SIGINT)):
-        self.requested, self.stopped, self.signum = False, False, signal.SIGTERM
+        self.received, self.stopped, self.signum, self.agreed = False, False, signal.SIGTERM, None
         for signum in signals:
             signal.signal(signum, self._handler)
 
     def _handler(self, signum, frame):
-        self.requested, self.signum = True, signum
+        self.received, self.signum = True, signum
+
+    def agree(self, anyone):
+        """What the processes agreed at this check (`anyone`: some process received the signal). `stop_now`
+        then answers with it rather than with this process's own flag, which the signal may set in between."""
+        self.agreed = bool(anyone)
 
     def stop_now(self, step):
-        """Whether the loop should stop after `step`: every CHECK_EVERY steps, True when this process or, under
-        torch.distributed, any process got the signal. Every process must call it after every step."""
+        """Whether the loop should stop after `step`: every CHECK_EVERY steps, what `agree` was told at this
+        step, or (one process) whether the signal arrived. Every process calls it after every step."""
         if step % CHECK_EVERY:
             return False
-        if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-            self.stopped = self.requested
-            return self.stopped
-        on_gpu = "nccl" in str(dist.get_backend()) and "gloo" not in str(dist.get_backend())
-        flag = torch.tensor(int(self.requested), device="cuda" if on_gpu else "cpu")
-        # the same answer on every process, at the same step
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        self.stopped = bool(flag)
+        self.stopped = self.received if self.agreed is None else self.agreed
+        self.agreed = None
         return self.stopped
 
-    def exit_if_stopped(self, step):
-        """After the loop: a run that a signal stopped leaves the process group, says so and exits (143 or 130);
-        its checkpoint is written. Every process calls it."""
+    def exit_if_stopped(self, step, show=True):
+        """After the loop: a run that a signal stopped says so (where `show`) and exits (143 or 130); its
+        checkpoint is written. Through errors.leave, as a finished run leaves: no interpreter teardown."""
         if self.stopped:
-            main = _main_process()
-            if dist.is_available() and dist.is_initialized():
-                dist.destroy_process_group()
-            if main:
+            if show:
+                name = signal.Signals(self.signum).name
                 print(
-                    f"stopped by {self.signal_name} at step {step}, checkpoint saved: rerun with --resume auto"
+                    f"stopped by {name} at step {step}, checkpoint saved: rerun with --resume auto"
                 )
-            sys.exit(self.exit_code)
-
-    @property
-    def signal_name(self):
-        return signal.Signals(self.signum).name
-
-    @property
-    def exit_code(self):
-        return 128 + self.signum
+            leave(128 + self.signum)
 
 
 def ignore_in_workers(_worker_id=None):
@@ -80,7 +66,3 @@ def ignore_in_workers(_worker_id=None):
     checkpoint."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _main_process():
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0

@@ -1,6 +1,11 @@
 """What every rung needs from its process before it trains, none of it the lesson of any step: bad launch
 environments refused, CPU cores shared between the processes of one machine, warnings about launcher and
-hardware traps, SIGTERM/Ctrl-C passed on to spawned workers, and the output dir locked. Rank 0 alone prints."""
+hardware traps, SIGTERM/Ctrl-C passed on to spawned workers, and the output dir locked.
+
+This runs before any process group exists, so the launcher's environment is all there is to read: the first
+process of a launch (RANK unset or 0) prints the warnings and takes the lock. It reads the environment and never
+writes it: what a launch needs set (ACCELERATE's CPU mode, the threads of mp.spawn's workers, TF32) is a line in
+the rung that needs it."""
 
 import multiprocessing
 import os
@@ -12,10 +17,15 @@ from common.errors import UsageError
 NOTES = []  # what the launch asked for and did not get, for metrics.json (progress.Recorder.summary)
 
 
+def first_process():
+    """Whether the launcher made this the first process (RANK unset or 0): the one that prints before main()."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def prepare(args):
     import torch
 
-    env, first = os.environ, os.environ.get("RANK", "0") == "0"
+    env, first = os.environ, first_process()
     if "WORLD_SIZE" in env and "RANK" not in env:
         raise UsageError(
             "WORLD_SIZE is set but RANK is not (a half-copied launch environment): launch with "
@@ -32,10 +42,6 @@ def prepare(args):
             "take part in gathering the weights, and accelerate on a CPU would even train plain "
             "DDP): run scripts/7_fsdp.py under torchrun (make fsdp-2gpu, or make fsdp-cpu here)"
         )
-    if args.tf32:  # not about distribution, so set here once for every rung
-        torch.backends.cuda.matmul.allow_tf32 = True
-        # the same for processes this one spawns
-        os.environ["TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"] = "1"
     if args.sync_bn:
         # before any process starts: each spawned worker would fail
         if not torch.cuda.is_available():
@@ -56,15 +62,11 @@ def prepare(args):
         )
         if first:  # a warning, not a refusal: Slurm CPU nodes run the GPU config on purpose
             print(f"warning: {NOTES[-1]}: on a CPU use accelerate_configs/cpu_2proc.yaml")
-    if not torch.cuda.is_available():
-        # accelerate: without this, a CPU launch of N processes trains N unconnected copies
-        # (measured); with it, Accelerator() joins them over gloo. A GPU keeps the launch's choice.
-        env["ACCELERATE_USE_CPU"] = "true"
-        # N processes on one machine share its cores: 1 thread each on 2 cores
-        procs = int(env.get("LOCAL_WORLD_SIZE") or 0) or args.nproc or 1
-        threads = int(env.get("OMP_NUM_THREADS") or 0) or max(1, (os.cpu_count() or 1) // procs)
-        env["OMP_NUM_THREADS"] = str(threads)  # inherited by the processes mp.spawn starts (rung 3)
-        torch.set_num_threads(threads)
+    procs = int(env.get("LOCAL_WORLD_SIZE") or 0)
+    if procs > 1 and "OMP_NUM_THREADS" not in env:
+        # N processes on one machine share its cores (torchrun and accelerate launch set OMP_NUM_THREADS
+        # themselves; a launch by hand does not): 2 processes x 2 threads on 2 cores ran 55x slower
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // procs))
     if first and args.mixed_precision == "fp16" and not torch.cuda.is_available():
         print("warning: fp16 on a CPU is many times slower than fp32: use bf16 on a CPU")
     # pytorch issue 135712

@@ -1,60 +1,58 @@
-"""What a run records about itself besides its loss: the Recorder (progress bar or --log-every lines, position in
-the epoch, evaluation every epoch or --eval-every steps with the best model, samples/s per epoch, wall time, and
-metrics.json's measured part), with --report-to's events (common/tracking.py). One object, so that each rung
-spends one line on each use."""
+"""What a run measures and shows about itself besides the training itself, in two objects of one job each:
 
+Meter: where the run is and how fast it goes. The position in the epoch (for the checkpoint a resume continues
+    from), when an evaluation is due (each epoch's last step, or every --eval-every steps), samples/s of the
+    training steps alone (not eval, not checkpoints), the history of epochs and evaluations, and metrics.json's
+    measured part. It prints nothing and writes nothing.
+Log: what the user sees. A progress bar on a terminal, --log-every's lines for a log that is not one (a batch
+    job's), and --report-to tensorboard's events (common/tracking.py). `show` says whether this process prints
+    and writes: the rung passes it (rank 0's alone from rung 3 on).
+
+Neither knows about ranks or runs a collective: the rung hands them values it has already reduced over the
+processes. `Log.due` depends on the step and the flags alone, never on the terminal, so a rung that reduces the
+loss when it is due takes that collective on every process at the same step."""
+
+import math
 import sys
 import time
+from datetime import timedelta
+from pathlib import Path
 
 from common.metrics import check_finite, memory, throughput
-from common.tracking import Best, Tracker, global_mean, log_line
-from common.tracking import main_process as _main_process
+from common.tracking import Board
 
-_KEPT = []  # every Recorder, and through it the run's model, until the process leaves (see Recorder.log)
+_KEPT = []  # every Log, and through it the run's model, until the process leaves (see Log.step)
 
 
-class Recorder:
-    """Everything a run measures besides its loss, behind one object so that a rung spends one line on each
-    use: the progress bar and the position in the epoch (`progress`, `position`), per-step scalars for
-    --report-to, --log-every's lines and the evaluations (`log`), per-epoch samples/s and mean loss (`epoch`),
-    and metrics.json's wall time, memory and throughput (`summary`). Only the main process prints or
-    writes. The timing brackets the training steps alone (not eval, not checkpoints). `step` and `done`:
-    where a resumed run starts, in optimizer steps in all and in its first epoch."""
+class Meter:
+    """`batch_size`: one optimizer step's samples, every process's (the global batch). `step` and `done`: where
+    a resumed run starts, in optimizer steps in all and in its first epoch."""
 
     def __init__(self, args, info, batch_size, step=0, done=0):
-        import torch.distributed as dist
-
-        self.args, self.info, self.batch_size, self.done = args, info, batch_size, done
-        self.distributed = dist.is_initialized()
-        self.world_size = dist.get_world_size() if self.distributed else 1
+        self.args, self.info, self.batch_size = args, info, batch_size
+        self.accum, self.eval_every = args.gradient_accumulation_steps, args.eval_every
+        # the processes the global batch is made of: 1 for rungs 1-2, the world size from rung 3 on
+        self.world_size = max(1, batch_size // (args.batch_size * self.accum))
         self.wall_start, self.train_seconds, self.samples, self.history = (
             time.perf_counter(),
-            0.0,
+            0,
             0,
             [],
         )
-        self.epoch_start, self.steps_at_start, self.step, self.last_sum = None, step, step, 0.0
-        self.current, self.finished, self.skipped, self.train_loss = 0, False, 0, float("nan")
-        self.tracker, self.best, self.per_epoch = Tracker(args, batch_size), Best(args, step > 0), 0
-        self.evaluations, self.total = {}, None
-        _KEPT.append(self)
+        self.epoch_start, self.steps_at_start, self.step, self.done = None, step, step, done
+        self.current, self.finished, self.skipped, self.per_epoch = 0, False, 0, 0
+        self.train_loss, self.evaluations, self.total, self.eval_started = float("nan"), {}, None, 0
 
-    def progress(self, loader, epoch):
-        """`loader`'s batches, with a progress bar on a terminal (main process), timed from the first."""
-        from tqdm import tqdm
-
-        accum = self.args.gradient_accumulation_steps
-        self.per_epoch = len(loader) // accum  # optimizer steps in a whole epoch
+    def epoch(self, loader, epoch):
+        """`loader`'s batches for epoch `epoch`, timed from the first; the epoch counts as whole once the loop
+        has taken them all (a loop that breaks out never gets there)."""
+        self.per_epoch = len(loader) // self.accum  # optimizer steps in a whole epoch
         if self.total is None:  # the run's length, for --log-every's time left
             self.total = min(self.args.max_steps, self.args.epochs * self.per_epoch)
         self.current, self.finished, self.skipped, self.done = epoch, False, self.done, 0
-        self.epoch_start, self.steps_at_start, self.last_sum = time.perf_counter(), self.step, 0.0
-        show = _main_process() and sys.stderr.isatty()
-        bar = tqdm(
-            loader, f"epoch {epoch}", initial=self.skipped * accum, leave=False, disable=not show
-        )
-        yield from bar
-        self.finished = True  # the whole epoch ran (a loop that breaks out never gets here)
+        self.epoch_start, self.steps_at_start = time.perf_counter(), self.step
+        yield from loader
+        self.finished = True
 
     @property
     def position(self):
@@ -63,55 +61,38 @@ class Recorder:
             return self.current + 1, 0
         return self.current, (self.skipped + self.step - self.steps_at_start) * self.batch_size
 
-    def log(self, step, loss_sum, optimizer, model, evaluate=None):
-        """After optimizer step `step`, with the pass's loss sum so far: --report-to's scalars (the step's
-        loss, lr, grad norm, samples/s); --log-every's line when the log is not a terminal; and `evaluate()`
-        when due (each epoch's last step, or every --eval-every steps), recorded in the history, TensorBoard
-        and the best model. Every rank calls it (the global loss and the evaluation are collectives); without
-        --report-to and between lines and evaluations it costs a few integer tests: no host sync."""
-        self.step, args = step, self.args
-        # Keep the (DDP/FSDP) model alive past main()'s return, until errors.leave's os._exit: freed with
-        # main's frame, its Reducer's ProcessGroupGloo destructor can hang joining a gloo thread that waits
-        # for the GIL (after "done:", a launch test timed out; py-spy showed the same hang in the peers).
-        self.model = model
-        if self.tracker.enabled:
-            loss, self.last_sum = loss_sum - self.last_sum, loss_sum.clone()
-            self.tracker.log(step, loss, optimizer, model)
-        if args.log_every and step % args.log_every == 0 and not sys.stderr.isatty():
-            self._print_line(step, loss_sum, optimizer)
+    def eval_due(self, step):
+        """After optimizer step `step`: whether to evaluate now (each epoch's last step, or every --eval-every
+        steps). The same answer on every process: it depends on the step alone."""
+        self.step = step
         in_epoch = self.skipped + step - self.steps_at_start
-        due = step % args.eval_every == 0 if args.eval_every else in_epoch == self.per_epoch
-        if evaluate is not None and due:
-            started = time.perf_counter()
-            results = evaluate()
-            self.evaluations[step] = {k: results[k] for k in ("eval_loss", "eval_accuracy")}
-            self.tracker.evaluated(step, results)
-            self.best.consider(step, self.evaluations[step], model)
-            self.epoch_start += time.perf_counter() - started  # the timing brackets training alone
+        due = step % self.eval_every == 0 if self.eval_every else in_epoch == self.per_epoch
+        if due:
+            self.eval_started = time.perf_counter()
+        return due
 
-    def _print_line(self, step, loss_sum, optimizer):
-        loss = float(global_mean(loss_sum)) / max(1, step - self.steps_at_start)  # every rank
-        seconds = time.perf_counter() - self.epoch_start
-        done = step - self.steps_at_start
-        rate = done * self.batch_size / seconds if seconds else float("nan")
-        left = (self.total - step) * seconds / done if done else float("nan")
-        if _main_process():
-            lr = optimizer.param_groups[0]["lr"]
-            print(log_line(step, self.total, self.current, loss, lr, rate, left), flush=True)
+    def evaluated(self, step, results):
+        """Record an evaluation in the history; its time is left out of the epoch's samples/s."""
+        self.evaluations[step] = {k: results[k] for k in ("eval_loss", "eval_accuracy")}
+        if self.eval_started:
+            self.epoch_start += time.perf_counter() - self.eval_started
+            self.eval_started = 0
+        return results
 
-    def epoch(self, step, loss_sum):
+    def seconds(self):
+        return time.perf_counter() - self.epoch_start
+
+    def end_epoch(self, step, loss_sum):
         """The end of a pass over the loader (or of the part that ran), with the loss summed over its steps:
         records its samples/s and returns its mean loss. A NaN or infinite loss stops the run here (one line),
         before the epoch's checkpoint, so the last good checkpoint stays the newest."""
         self.step = step
         steps = step - self.steps_at_start
         self.train_loss = (loss_sum / max(steps, 1)).item()  # after .item(): the device is done
-        seconds = time.perf_counter() - self.epoch_start
+        seconds = self.seconds()
         check_finite(self.train_loss, step)
-        self.train_seconds, self.samples = (
-            self.train_seconds + seconds,
-            self.samples + steps * self.batch_size,
-        )
+        self.train_seconds += seconds
+        self.samples += steps * self.batch_size
         per_second = steps * self.batch_size / seconds if seconds else 0.0
         self.history += [{"step": s, **e} for s, e in sorted(self.evaluations.items()) if s < step]
         entry = {"step": step, "train_loss": self.train_loss, "samples_per_second": per_second}
@@ -120,9 +101,108 @@ class Recorder:
         return self.train_loss
 
     def summary(self, model, optimizer, device):
-        """metrics.json's measured part (and the end of --report-to's events, written to disk now)."""
-        args = self.args
+        """metrics.json's measured part."""
         self.history += [{"step": s, **e} for s, e in sorted(self.evaluations.items())]
+        self.evaluations = {}
+        finished = self.epoch_start is None  # a resumed run that had finished: no epoch ran
+        out = {
+            "epochs": self.args.epochs if finished else self.position[0],
+            "train_loss": self.train_loss,
+            "history": self.history,
+            "wall_seconds": time.perf_counter() - self.wall_start,
+            "global_batch_size": self.batch_size,
+            "gradient_accumulation_steps": self.accum,
+            "lr_schedule": self.args.lr_schedule,
+            "mixed_precision": precision_that_ran(self.args),
+        }
+        from common.process import NOTES
+
+        if NOTES:
+            out["launch_notes"] = NOTES
+        if self.world_size > 1:  # rung 3 on: how the global batch is made
+            out.update(world_size=self.world_size, per_device_batch_size=self.args.batch_size)
+        bare = model.module if hasattr(model, "module") else model
+        return {
+            **out,
+            **memory(model, optimizer),
+            **throughput(
+                self.samples, self.train_seconds, self.info, bare, device, self.world_size
+            ),
+        }
+
+
+class Log:
+    """The progress bar (on a terminal), --log-every's lines (on a log that is not a terminal) and --report-to's
+    events, for the process that prints and writes (`show`); the others call the same methods, which then
+    print and write nothing."""
+
+    def __init__(self, args, meter, show=True):
+        self.meter, self.show, self.args = meter, show, args
+        self.log_every, self.last_sum = args.log_every, 0.0
+        run = getattr(args, "lineage", None) or "run"
+        tensorboard = show and args.report_to == "tensorboard"
+        self.board = Board(tensorboard, Path(args.output_dir) / "runs" / run, meter.batch_size)
+        _KEPT.append(self)
+
+    def bar(self, loader, epoch):
+        """`loader`'s batches through the Meter, with a progress bar on a terminal; the events written so far
+        are flushed when the epoch's loop ends, before its checkpoint (a signal's exit skips the writer's own
+        flush at exit)."""
+        from tqdm import tqdm
+
+        batches = self.meter.epoch(loader, epoch)
+        initial = self.meter.done * self.meter.accum
+        disable = not (self.show and sys.stderr.isatty())
+        self.last_sum = 0.0
+        try:
+            yield from tqdm(
+                batches,
+                f"epoch {epoch}",
+                len(loader),
+                initial=initial,
+                leave=False,
+                disable=disable,
+            )
+        finally:
+            self.board.flush()
+
+    def due(self, step):
+        """Whether this step's loss is read (a --log-every line, or --report-to's scalars): on every process
+        alike, whatever its terminal, so that a rung can take a collective under it."""
+        every = self.log_every and step % self.log_every == 0
+        return self.args.report_to == "tensorboard" or bool(every)
+
+    def step(self, step, loss_sum, optimizer, model):
+        """After optimizer step `step`, with the epoch's loss sum so far (the global batch's: the rung reduced
+        it): --report-to's scalars (the step's loss, lr, grad norm, samples/s) and --log-every's line."""
+        # Keep the (DDP/FSDP) model alive past main()'s return, until errors.leave's os._exit: freed with
+        # main's frame, its Reducer's ProcessGroupGloo destructor can hang joining a gloo thread that waits
+        # for the GIL (after "done:", a launch test timed out; py-spy showed the same hang in the peers).
+        self.model = model
+        if not self.show:
+            return
+        if self.board.enabled:
+            self.board.step(step, loss_sum - self.last_sum, optimizer, model)
+            self.last_sum = loss_sum.clone()
+        if self.log_every and step % self.log_every == 0 and not sys.stderr.isatty():
+            meter, seconds = self.meter, self.meter.seconds()
+            done = step - meter.steps_at_start
+            loss = float(loss_sum) / max(1, done)
+            rate = done * meter.batch_size / seconds if seconds else float("nan")
+            left = (meter.total - step) * seconds / done if done else float("nan")
+            lr = optimizer.param_groups[0]["lr"]
+            print(log_line(step, meter.total, meter.current, loss, lr, rate, left), flush=True)
+
+    def evaluated(self, step, results):
+        """An evaluation's results into the history (the Meter) and --report-to's eval scalars."""
+        if self.board.enabled:
+            self.board.evaluated(step, results)
+        return self.meter.evaluated(step, results)
+
+    def close(self, best_loss):
+        """--report-to: the run's hyper-parameters beside its final metrics, and the events on disk."""
+        if not self.board.enabled:
+            return
         flags = (
             "task",
             "model",
@@ -133,37 +213,19 @@ class Recorder:
             "batch_size",
             "seed",
         )
-        best = {"best_eval_loss": self.best.loss, "train_loss": self.train_loss}
-        hparams = {k: getattr(args, k) for k in flags}
-        self.tracker.hparams({**hparams, "world_size": self.world_size}, best)
-        self.tracker.close()
-        out = {
-            "best_eval_loss": self.best.loss,
-            "epochs": self.position[0]
-            if self.epoch_start
-            else args.epochs,  # else: resumed finished
-            "train_loss": self.train_loss,
-            "history": self.history,
-            "wall_seconds": time.perf_counter() - self.wall_start,
-            "global_batch_size": self.batch_size,
-            "gradient_accumulation_steps": args.gradient_accumulation_steps,
-            "lr_schedule": args.lr_schedule,
-            "mixed_precision": precision_that_ran(args),
-        }
-        from common.process import NOTES
+        hparams = {k: getattr(self.args, k) for k in flags}
+        results = {"best_eval_loss": best_loss, "train_loss": self.meter.train_loss}
+        self.board.hparams({**hparams, "world_size": self.meter.world_size}, results)
+        self.board.close()
 
-        if NOTES:
-            out["launch_notes"] = NOTES
-        if self.distributed:  # rung 3 on: how the global batch is made
-            out.update(world_size=self.world_size, per_device_batch_size=args.batch_size)
-        bare = model.module if hasattr(model, "module") else model
-        return {
-            **out,
-            **memory(model, optimizer),
-            **throughput(
-                self.samples, self.train_seconds, self.info, bare, device, self.world_size
-            ),
-        }
+
+def log_line(step, total, epoch, loss, lr, samples_per_second, seconds_left):
+    """--log-every's line, for a log that is not a terminal (a batch job's), as imagenet's --print-freq."""
+    left = str(timedelta(seconds=round(seconds_left))) if math.isfinite(seconds_left) else "?"
+    return (
+        f"step {step:6d}/{total} | epoch {epoch:3d} | loss {loss:.4f} | lr {lr:.4g} | "
+        f"{samples_per_second:.0f} samples/s | {left} left"
+    )
 
 
 def precision_that_ran(args):
