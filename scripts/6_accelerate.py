@@ -39,7 +39,7 @@ def main(args):
     # -- setup -------------------------------------------------------------------------------------
     accum = args.gradient_accumulation_steps  # micro-batches per optimizer step
     accelerator = Accelerator(  # the processes and the mixed precision come from the launch
-        cpu=not torch.cuda.is_available(),  # a CPU: gloo ranks (a use_cpu config alone trains copies)
+        cpu=not torch.cuda.is_available(),  # a CPU: gloo ranks (use_cpu alone trains N copies)
         gradient_accumulation_steps=accum,
         dataloader_config=DataLoaderConfiguration(split_batches=True),  # batches are global
         kwargs_handlers=[InitProcessGroupKwargs(timeout=args.dist_timeout)],

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import BIN, ROOT, max_abs_diff, run_rung, run_script
+from conftest import BIN, ROOT, accelerate, max_abs_diff, run_rung, run_script
 
 FP32_TOLERANCE = 1e-5  # max |w - w_rung1| for every fp32 rung (measured: ~6e-8)
 BF16_TOLERANCE = {
@@ -321,3 +321,49 @@ def test_gpu_target_without_gpus_names_its_cpu_twin():
     proc = subprocess.run(["make", "-s", "ddp-2gpu"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "error: make ddp-2gpu needs 2 GPUs" in proc.stderr and "make ddp-cpu" in proc.stderr
+
+
+ACCELERATOR_PROBE = """
+import json, os, sys
+import torch
+from accelerate import Accelerator
+accelerator = Accelerator(cpu=sys.argv[1] == "cpu") if sys.argv[1] != "plain" else Accelerator()
+total = accelerator.reduce(torch.ones(()), "sum")  # 1 per process that really joined
+seen = {"n": accelerator.num_processes, "type": str(accelerator.distributed_type), "sum": float(total)}
+with open(os.path.join(sys.argv[2], str(os.getpid())), "w") as f:  # one file a process: no interleaving
+    json.dump(seen, f)
+accelerator.end_training()
+"""
+
+
+@pytest.mark.launch
+def test_a_plain_accelerator_under_every_cpu_config_does_what_its_comments_say(tmp_path):
+    """Issue 32/34: rung 6 joined its processes only because common/process.py set ACCELERATE_USE_CPU behind it,
+    while a user's plain `Accelerator()` under the same config trained unconnected copies. Every config whose
+    header says it runs on a CPU (`use_cpu: true`) is launched twice with a 2-line script: a plain
+    `Accelerator()` must give what its header says (N unconnected copies, each alone), and `Accelerator(cpu=True)`,
+    rung 6's line, N joined processes."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(ACCELERATOR_PROBE)
+    configs = sorted(
+        p for p in (ROOT / "accelerate_configs").glob("*.yaml") if "use_cpu: true" in p.read_text()
+    )
+    assert [p.stem for p in configs] == ["cpu_2proc"]
+    for config in configs:
+        header = config.read_text()
+        nproc = int(re.search(r"^num_processes: (\d+)", header, re.M)[1])
+        seen = {}
+        for mode in ("plain", "cpu"):
+            out = tmp_path / f"{config.stem}-{mode}"
+            out.mkdir()
+            cmd = [*accelerate(config=config.stem), str(probe), mode, str(out)]
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+            seen[mode] = [json.loads(p.read_text()) for p in sorted(out.iterdir())]
+        print(f"\n{config.name}: {seen}")
+        assert "A plain Accelerator() under this config trains 2 unconnected copies" in header
+        assert seen["plain"] == [{"n": 1, "type": "DistributedType.NO", "sum": 1.0}] * nproc
+        assert (
+            seen["cpu"]
+            == [{"n": nproc, "type": "DistributedType.MULTI_CPU", "sum": float(nproc)}] * nproc
+        )

@@ -114,16 +114,17 @@ def test_an_explanation_without_a_hunk_is_an_error(tmp_path, monkeypatch):
 def test_every_step_is_within_the_budget_and_rung1_is_plain():
     """Changed code lines per step (module docstrings aside, no context), counted on the ruff-formatted rungs
     (the lint test holds them formatted, and no rung line is over 100 columns, so nothing is packed to fit):
-    <= 60 for 2->3, 65 for 5->6, 40 for every other step. And rung 1 is the script a user has, with no
+    <= 70 for 2->3 and 5->6 (issue 32: the visible collectives and their accelerate twins), 40 for every
+    other step. And rung 1 is the script a user has, with no
     distribution vocabulary."""
     import ast
 
     assert make_guides.BUDGET == {
         (1, 2): 40,
-        (2, 3): 60,
+        (2, 3): 70,
         (3, 4): 40,
         (4, 5): 40,
-        (5, 6): 65,
+        (5, 6): 70,
         (4, 7): 40,
     }
     for n in make_guides.RUNGS if hasattr(make_guides, "RUNGS") else range(1, 8):
@@ -152,18 +153,22 @@ def test_every_step_is_within_the_budget_and_rung1_is_plain():
     }, names & {"rank", "world_size", "is_main", "num_shards", "shard", "dist"}
 
 
-def test_rung1_spends_at_most_ten_code_lines_on_the_projects_features():
-    """Rung 1 reads as the plain script a user has: the project's own features (exact resume, the recorder of
-    progress, throughput, history and --report-to, SIGTERM/Ctrl-C preemption) cost at most ten of its code
-    lines, each one call, and none is a distribution concept."""
+def test_rung1_spends_at_most_twenty_code_lines_on_the_projects_features():
+    """Rung 1 reads as the plain script a user has: the project's own features (exact resume, the meter of
+    position, throughput and history, the log's bar, lines and --report-to, the best model, SIGTERM/Ctrl-C
+    preemption) cost at most twenty of its code lines (19 now), each one call, and none is a distribution concept.
+    (Ten, until issue 32 took them out of one Recorder: the calls that a rung 3 must reduce around, or guard
+    by rank, are lines of their own now, so that the step diff shows every collective.)"""
     text = make_guides.rung(1).read_text()
-    features = re.compile(r"\b(recorder|preempted|preemption|progress)\b|checkpoint\.resume")
+    features = re.compile(
+        r"\b(meter|log|best|best_model|preempted|preemption|progress)\.|checkpoint\.resume"
+    )
     code = [line for line in make_guides.code_lines(make_guides.rung(1)) if line.strip()]
     project = [
         line.strip() for line in code if features.search(line) and not line.startswith("from ")
     ]
     print("\n".join(project))
-    assert 0 < len(project) <= 10, project
+    assert 0 < len(project) <= 20, project
     assert (
         "sync_bn" not in text and "check_writable" not in text and "time.perf_counter" not in text
     )

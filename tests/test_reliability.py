@@ -645,3 +645,36 @@ def test_eval_at_awkward_sizes_matches_one_process(tmp_path, data_dir, odd_refer
         many["eval_accuracy"] == one["eval_accuracy"]
         and abs(many["eval_loss"] - one["eval_loss"]) < 1e-5
     )
+
+
+@pytest.mark.launch
+def test_a_terminal_on_one_rank_only_changes_no_collective(tmp_path, data_dir, reference):
+    """Issue 32: the --log-every line was a collective that only ranks without a terminal took, so under `script`
+    or `srun --pty` (rank 0's stderr a terminal, rank 1's a file) rank 1 died with gloo's "collective mismatch"
+    (SIGABRT, no metrics.json). Rank 0 here has a terminal (`script`), rank 1 writes to files (torchrun's
+    --redirects): the run ends on the uninterrupted run's weights, with a line logged every 3 steps by the rank
+    with no terminal... which is none that shows: rank 0 draws its bar instead."""
+    import shlex
+
+    assert shutil.which("script"), "util-linux's script(1) is needed to give one rank a terminal"
+    out = tmp_path / "tty"
+    launcher = ["--redirects", "1:3", "--log-dir", str(tmp_path / "logs")]
+    cmd = [
+        *command(4, 2, launcher),
+        *("--batch-size", "16", "--data-dir", str(data_dir), "--output-dir", str(out)),
+        *(*TASK, "--log-every", "3", "--report-to", "tensorboard"),
+    ]
+    env = {**os.environ, **OFFLINE, **RESTART_ENV}
+    proc = subprocess.run(
+        ["script", "-qec", shlex.join(cmd), "/dev/null"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "done:" in proc.stdout and "step      3/28" not in proc.stdout  # a terminal: the bar
+    diff = max_abs_diff(weights(out), reference[4])
+    print(f"\none rank on a terminal, --log-every 3: max |w - w_rung4| = {diff:.2e}")
+    assert diff <= EXACT and metrics_of(out)["steps"] == 28
