@@ -60,7 +60,7 @@ def main(args):
         model = torch.compile(model)  # fused kernels after a one-off compile in the first steps
     start_epoch, step, done = checkpoint.resume(args, raw_model, optimizer, scheduler, train_loader)
     meter = progress.Meter(args, info, batch_size, step, done)  # position, samples/s, history
-    log = progress.Log(args, meter)  # progress bar, --log-every lines, --report-to events
+    log = progress.Log(args, meter, model)  # progress bar, --log-every lines, --report-to events
     best = best_model.Best(args.output_dir, args.lineage, step > 0)  # <output-dir>/best
     print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
 
@@ -95,7 +95,7 @@ def main(args):
             optimizer.zero_grad(set_to_none=True)
             step += 1
             if log.due(step):  # a --log-every line or --report-to's scalars after this step
-                log.step(step, loss_sum, optimizer, model)
+                log.step(step, loss_sum, optimizer)
             if meter.eval_due(step):  # each epoch's last step, or every --eval-every steps
                 results = log.evaluated(step, evaluate())  # the history, --report-to
                 if best.improves(results):  # the lowest eval loss so far

@@ -84,7 +84,7 @@ def main(args):
         args, raw_model, optimizer, scheduler, train_loader, scaler
     )
     meter = progress.Meter(args, info, batch_size, step, done)  # position, samples/s, history
-    log = progress.Log(args, meter, show=is_main)  # rank 0 alone shows a bar, lines, events
+    log = progress.Log(args, meter, model, show=is_main)  # rank 0 alone shows a bar, lines, events
     best = best_model.Best(args.output_dir, args.lineage, step > 0)  # <output-dir>/best
     if is_main:
         print(f"{info.name}: {len(train_ds)} train samples, {device}, global batch {batch_size}")
@@ -123,7 +123,7 @@ def main(args):
             if log.due(step):  # a --log-every line or --report-to's scalars after this step
                 loss_sum = accelerator.reduce(loss_sum, "sum")  # every rank, at the same step
                 loss_sum /= world_size  # the mean over ranks, now the same on every rank
-                log.step(step, loss_sum, optimizer, model)
+                log.step(step, loss_sum, optimizer)
             if meter.eval_due(step):  # each epoch's last step, or every --eval-every steps
                 results = log.evaluated(step, evaluate())  # the history, --report-to
                 if best.improves(results) and is_main:  # the same on every rank; rank 0 writes

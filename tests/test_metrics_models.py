@@ -90,7 +90,7 @@ def recorded_run(tmp_path, capsys, eval_every=0, log_every=0, resumed_from=None,
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     start = resumed_from or 0
     meter = progress.Meter(args, Info("t", "tabular", (2,), 2), 1, start, start % 6)
-    log = progress.Log(args, meter, show=show)
+    log = progress.Log(args, meter, model, show=show)
     best = best_model.Best(args.output_dir, args.lineage, start > 0)
     evaluated = []
 
@@ -105,7 +105,7 @@ def recorded_run(tmp_path, capsys, eval_every=0, log_every=0, resumed_from=None,
             step += 1
             loss_sum += 1.0
             if log.due(step):
-                log.step(step, loss_sum, optimizer, model)
+                log.step(step, loss_sum, optimizer)
             if meter.eval_due(step):
                 results = log.evaluated(step, evaluate())
                 if best.improves(results) and show:

@@ -9,6 +9,14 @@ import re
 import sys
 from pathlib import Path
 
+# The exit-time race's workaround, in one place (leave() below explains it; guides/troubleshooting.md has the
+# minimal reproduction). Imported before any init_process_group: torch.distributed.nn's functions take
+# group=group.WORLD as a default argument, so the import DDP's constructor makes after init would pin the default
+# group, and gloo's threads, for the life of the process.
+import torch.distributed.nn  # noqa: F401
+
+_HELD = []  # libtorch objects (the DDP/FSDP model) kept until leave(): never freed while gloo's threads run
+
 TORCHRUN_ENV = (
     "RANK",
     "LOCAL_RANK",
@@ -23,17 +31,24 @@ class UsageError(Exception):
     """Bad input. Printed as one line on stderr (naming the fix) and the process exits with code 2."""
 
 
+def hold(obj):
+    """Keep `obj` (the run's wrapped model) alive until leave(): freed with main()'s frame, its DDP Reducer's
+    ProcessGroupGloo destructor joins gloo's worker threads while holding the GIL, and hangs when one of them
+    waits for the GIL to free a tensor (a launch test timed out after "done:"; py-spy showed that join)."""
+    _HELD.append(obj)
+
+
 def leave(code=0):
-    """End a finished run without the interpreter's teardown. Its results are written and flushed, the
-    process group destroyed; what is left is libtorch's objects being freed at exit, which races: the default
-    ProcessGroupGloo outlives destroy_process_group (torch.distributed.nn, which DDP's constructor imports
-    after init, keeps it as its functions' default group=; an FSDP DeviceMesh holds it too), and its worker
-    threads need the GIL the exiting main thread holds. Seen here as a hang (py-spy: ~ProcessGroupGloo ->
-    std::thread::join, the worker in gil_scoped_acquire) and as SIGABRT ("terminate called without an active
-    exception", a worker freeing a tensor during finalization): a few runs in a hundred on 2 loaded cores,
-    each after the run had finished. guides/your-script.md item 2 has the measurements and the fix for a
-    script of one's own; here os._exit skips that teardown, and the OS frees the memory and releases the
-    output-dir lock."""
+    """End a run (finished, or stopped by a signal after its checkpoint) without the interpreter's teardown.
+    The exit-time race, measured here: gloo's worker threads live as long as the process group's last holder
+    (the DDP model's Reducer, and torch.distributed.nn when imported after init: see the import above), not
+    until destroy_process_group; freed while the interpreter exits, a worker that frees the last collective's
+    tensor needs the GIL, is ended by Python, and the process aborts ("terminate called without an active
+    exception", the shape of pytorch/pytorch#190489), or the main thread's join hangs. A few runs in a hundred
+    on 2 loaded cores, each after the run had finished. So: the import above, the model held (`hold`), and
+    os._exit here, after the output is flushed; the OS frees the memory and releases the output-dir lock.
+    guides/troubleshooting.md ("The run finished, then aborted or hung") has the reproduction; a script of
+    one's own takes the fix of guides/your-script.md item 2 instead (del model, then destroy_process_group)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

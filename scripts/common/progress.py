@@ -18,10 +18,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from common.errors import hold
 from common.metrics import check_finite, memory, throughput
 from common.tracking import Board
-
-_KEPT = []  # every Log, and through it the run's model, until the process leaves (see Log.step)
 
 
 class Meter:
@@ -136,13 +135,13 @@ class Log:
     events, for the process that prints and writes (`show`); the others call the same methods, which then
     print and write nothing."""
 
-    def __init__(self, args, meter, show=True):
-        self.meter, self.show, self.args = meter, show, args
+    def __init__(self, args, meter, model, show=True):
+        self.meter, self.show, self.args, self.model = meter, show, args, model
+        hold(model)  # kept until the process leaves: errors.hold says why
         self.log_every, self.last_sum = args.log_every, 0.0
         run = getattr(args, "lineage", None) or "run"
         tensorboard = show and args.report_to == "tensorboard"
         self.board = Board(tensorboard, Path(args.output_dir) / "runs" / run, meter.batch_size)
-        _KEPT.append(self)
 
     def bar(self, loader, epoch):
         """`loader`'s batches through the Meter, with a progress bar on a terminal; the events written so far
@@ -172,17 +171,13 @@ class Log:
         every = self.log_every and step % self.log_every == 0
         return self.args.report_to == "tensorboard" or bool(every)
 
-    def step(self, step, loss_sum, optimizer, model):
+    def step(self, step, loss_sum, optimizer):
         """After optimizer step `step`, with the epoch's loss sum so far (the global batch's: the rung reduced
         it): --report-to's scalars (the step's loss, lr, grad norm, samples/s) and --log-every's line."""
-        # Keep the (DDP/FSDP) model alive past main()'s return, until errors.leave's os._exit: freed with
-        # main's frame, its Reducer's ProcessGroupGloo destructor can hang joining a gloo thread that waits
-        # for the GIL (after "done:", a launch test timed out; py-spy showed the same hang in the peers).
-        self.model = model
         if not self.show:
             return
         if self.board.enabled:
-            self.board.step(step, loss_sum - self.last_sum, optimizer, model)
+            self.board.step(step, loss_sum - self.last_sum, optimizer, self.model)
             self.last_sum = loss_sum.clone()
         if self.log_every and step % self.log_every == 0 and not sys.stderr.isatty():
             meter, seconds = self.meter, self.meter.seconds()
