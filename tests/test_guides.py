@@ -379,9 +379,9 @@ def test_sh_blocks_only_where_they_run_here():
             [
                 "--config_file accelerate_configs/2machines_rank0.yaml --mixed_precision no",
                 "--num_machines 3 --num_processes 12",
-                "--machine_rank $SLURM_NODEID",
+                '--machine_rank\\ \\"\\$SLURM_NODEID\\"',  # read by each node's own shell
                 "--main_process_ip node01 --main_process_port 29500",
-                "scripts/6_accelerate.py  --output-dir out/ddp-ladder-accelerate-777 --task cancer",
+                "scripts/6_accelerate.py --output-dir out/ddp-ladder-accelerate-777 --task cancer",
             ],
         ),
     ],

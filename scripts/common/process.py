@@ -14,7 +14,7 @@ import socket
 
 from common.errors import UsageError
 
-NOTES = []  # what the launch asked for and did not get, for metrics.json (progress.Recorder.summary)
+NOTES = []  # what the launch asked for and did not get, for metrics.json (progress.Meter.summary)
 
 
 def first_process():
