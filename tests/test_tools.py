@@ -107,6 +107,14 @@ def test_compare_reports_parameters_and_buffers_apart_and_names_the_kind_of_diff
     code, out, _ = run_compare(capsys, tmp_path / "base.pt", bn, "--params-only")
     assert code == 0 and "(largest in 0.weight, parameters only): the same within 1e-05" in out
     assert "verdict: BatchNorm statistics" in out  # still said: the buffers do differ
+    # measured (your-script.md): per-process statistics move the weights too, by as much, relatively
+    both = variant(
+        "both.pt",
+        **{k: v * 1.1 for k, v in base.items() if v.is_floating_point() and "running" not in k},
+        **{"1.running_mean": base["1.running_mean"] * 1.2},
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", both, "--params-only")
+    assert code == 1 and "verdict: BatchNorm statistics" in out and "beyond 1e-05" in out, out
 
     # relative beside absolute, and the top tensors in order: 3.bias moved by 0.5 on a norm of its own
     shifted = variant(
