@@ -137,12 +137,18 @@ def test_compare_reports_parameters_and_buffers_apart_and_names_the_kind_of_diff
     )
     code, out, _ = run_compare(capsys, tmp_path / "base.pt", scaled)
     assert code == 1 and "verdict: world-size/batch mismatch (likely)" in out, out
-    counted = variant("counted.pt", **{"1.num_batches_tracked": base["1.num_batches_tracked"] + 20})
+    counts = {"1.num_batches_tracked": base["1.num_batches_tracked"] + 20}
+    counted = variant("counted.pt", **{**{"3.bias": base["3.bias"] + 0.1}, **counts})
     code, out, _ = run_compare(capsys, tmp_path / "base.pt", counted)
     assert (
         code == 1
         and "verdict: world-size/batch mismatch: 1.num_batches_tracked differs by 20" in out
     )
+    # equal parameters: a plain run that normalized each process's share apart counted twice as often
+    code, out, _ = run_compare(
+        capsys, tmp_path / "base.pt", variant("ghost.pt", **counts), "--params-only"
+    )
+    assert code == 0 and "verdict: BatchNorm statistics" in out and "item 19" in out, out
     torch.manual_seed(1)
     other = torch.nn.Sequential(
         torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2)

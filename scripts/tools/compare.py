@@ -176,20 +176,21 @@ def verdict(rows, ma, mb, tolerance, params_only):
             f"run's global batch (per-process batch x processes)"
         )
     params, buffers = largest(rows, "parameter"), largest(rows, "buffer")
-    counts = [row for row in rows if row.name.endswith(".num_batches_tracked") and row.diff]
-    if counts:
-        return (
-            f"world-size/batch mismatch: {counts[0].name} differs by {counts[0].diff:.0f}: the two took a "
-            f"different number of steps (each BatchNorm counts its forward passes)"
-        )
     param_diff, param_relative = (params[0], params[2]) if params else (0.0, 0.0)
+    counts = [row for row in rows if row.name.endswith(".num_batches_tracked") and row.diff]
+    if counts and param_diff > tolerance:  # (with equal parameters, a BatchNorm that counted apart)
+        return (
+            f"world-size/batch mismatch: {counts[0].name} differs by {counts[0].diff:.0f}: the two took "
+            f"a different number of steps (each BatchNorm counts its forward passes)"
+        )
     if buffers and buffers[0] > tolerance and buffers[2] >= param_relative:
         within = "within" if param_diff <= tolerance else "beyond"
         return (
             f"BatchNorm statistics: buffers differ by {buffers[0]:.3g} (relative {buffers[2]:.2g}, in "
             f"{buffers[1]}), parameters by {param_diff:.3g} (relative {param_relative:.2g}), {within} "
             f"{tolerance:g}: per-process running statistics under DDP (SyncBatchNorm on GPUs); prove the "
-            f"rest of the migration with BatchNorm frozen (your-script.md, BatchNorm)"
+            f"migration with BatchNorm frozen, or against a plain run that normalizes each process's "
+            f"share apart (your-script.md item 19)"
         )
     if param_diff <= tolerance and (params_only or not buffers or buffers[0] <= tolerance):
         return f"the same: the differences are float rounding (within {tolerance:g})"
