@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import make_guides
-from conftest import OFFLINE, ROOT
+from conftest import OFFLINE, ROOT, accelerate, free_port, run_script
 
 GUIDES = ROOT / "guides"
 # The order the commands must run in: the step guides build on each other's output directories.
@@ -394,3 +394,53 @@ def test_slurm_scripts_parse_and_build_the_documented_command(script, env, expec
     ).stdout
     for piece in expected:
         assert piece in out, (piece, out)
+
+
+ACCELERATOR_SAYS = """
+import sys
+from accelerate import Accelerator
+accelerator = Accelerator(cpu=True) if "--cpu" in sys.argv else Accelerator()
+print("seen", accelerator.num_processes, accelerator.process_index, accelerator.distributed_type, flush=True)
+accelerator.end_training()
+"""
+
+
+@pytest.mark.launch
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="what a machine without a GPU does"
+)
+def test_accelerate_on_a_cpu_does_what_your_script_md_says(tmp_path):
+    """Issue 34: the guide said a `use_cpu: true` config was enough. Under cpu_2proc.yaml a plain Accelerator()
+    is two unconnected single processes (exit 0); Accelerator(cpu=True) is two gloo ranks."""
+    script = tmp_path / "seen.py"
+    script.write_text(ACCELERATOR_SAYS)
+    seen = {}
+    for flag in ("", "--cpu"):
+        out = run_script(str(script), *([flag] if flag else []), launcher=accelerate()).stdout
+        seen[flag] = sorted(re.findall(r"^seen (\d+) (\d+) DistributedType\.(\w+)$", out, re.M))
+    assert seen[""] == [("1", "0", "NO")] * 2, seen
+    assert seen["--cpu"] == [("2", "0", "MULTI_CPU"), ("2", "1", "MULTI_CPU")], seen
+    guide = (GUIDES / "your-script.md").read_text()
+    assert "both processes: num_processes 1, process_index 0, DistributedType.NO" in guide
+    assert "num_processes 2, process_index 0 and 1, DistributedType.MULTI_CPU" in guide
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="what a machine without a GPU does"
+)
+def test_syncbatchnorm_on_a_cpu_is_refused_as_your_script_md_quotes():
+    """Item 19 quotes the error a CPU run gets for SyncBatchNorm; one gloo process is enough to get it."""
+    code = (
+        "import torch, torch.distributed as dist, torch.distributed.nn\n"
+        f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{free_port()}', rank=0, world_size=1)\n"
+        "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(torch.nn.Sequential(torch.nn.BatchNorm1d(4)))\n"
+        "try:\n    torch.nn.parallel.DistributedDataParallel(model)\n"
+        "except ValueError as e:\n    print(f'ValueError: {e}')\n"
+        "dist.destroy_process_group()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    said = proc.stdout.strip()
+    assert said == "ValueError: SyncBatchNorm layers only work with GPU modules", (
+        proc.stdout + proc.stderr
+    )
+    assert f"`{said}`" in (GUIDES / "your-script.md").read_text()
