@@ -1,9 +1,9 @@
 """Compare two trainings' weights: did a migration (or a rung) end where the original ends?
 
-    python scripts/tools/compare.py out/guide/1 out/guide/3                   # two runs of the ladder: within 1e-5
-    python scripts/tools/compare.py out/guide/4 out/guide/5 --tolerance 0.05  # bf16 vs fp32
-    python scripts/tools/compare.py plain.pt ddp.pt                           # your own script's weight files
-    python scripts/tools/compare.py plain.pt ddp.pt --params-only             # BatchNorm: judge the weights alone
+    python scripts/tools/compare.py out/guide/34-3 out/guide/34-4                   # two rungs: within 1e-5
+    python scripts/tools/compare.py out/guide/45-4 out/guide/45-5 --tolerance 0.05  # bf16 vs fp32
+    python scripts/tools/compare.py plain.pt ddp.pt                                 # your own script's files
+    python scripts/tools/compare.py plain.pt ddp.pt --params-only                   # BatchNorm: weights alone
 
 Each side is a run's --output-dir (its model.safetensors and metrics.json), a .safetensors file, or a file that
 torch.save wrote with a state_dict (loaded with weights_only=True: a file that would need to unpickle code is
