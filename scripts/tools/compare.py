@@ -266,7 +266,7 @@ def main(argv=None):
             )
         )
     print(f"top {min(args.top, len(rows))} tensors by |a - b|:")
-    width = max(len(row.name) for row in rows[: args.top])
+    width = max((len(row.name) for row in rows[: args.top]), default=0)
     for name, kind, diff, relative, _ in rows[: args.top]:
         print(f"  {name:<{width}}  {kind:<9}  {diff:.3g}  relative {relative:.3g}")
     judged = [row for row in rows if row.kind == "parameter" or not args.params_only]
