@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import make_guides
-from conftest import OFFLINE, ROOT
+from conftest import OFFLINE, ROOT, accelerate, free_port, run_script
 
 GUIDES = ROOT / "guides"
-# The order the commands must run in: the step guides build on each other's output directories.
+# Every guide; each page's commands run on their own (test_every_sh_command_in_the_guides_runs), in any order.
 GUIDE_ORDER = [
     "your-script.md",
     "doctor.md",
@@ -261,20 +261,24 @@ def test_side_by_side_page_renders_in_chromium(tmp_path):
     assert explanation in colours["left"] and explanation in colours["right"]
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory, data_dir):
-    """A directory that looks like the repository root to the guides' commands, with its own out/."""
-    root = tmp_path_factory.mktemp("guide-commands")
-    for name in (
-        "scripts",
-        "accelerate_configs",
-        "tests",
-        "guides",
-        ".venv",
-        "Makefile",
-        "requirements.txt",
-    ):
-        (root / name).symlink_to(ROOT / name)
+def fresh_clone(root):
+    """The repository's tracked files (as they are in the working tree) copied into `root`, with the .venv
+    linked: what a reader has who cloned it and read one page, with no out/ from another page."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for name in filter(None, tracked):
+        source = ROOT / name
+        if source.is_file():  # (a file deleted in the working tree is not there to copy)
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    (root / ".venv").symlink_to(ROOT / ".venv")
+    return root
+
+
+@pytest.fixture
+def sandbox(tmp_path, data_dir):
+    """A fresh copy of the repository for one page's commands: a page may use only what its own blocks make."""
     env = {
         **os.environ,
         **OFFLINE,
@@ -283,12 +287,14 @@ def sandbox(tmp_path_factory, data_dir):
         "PYTHONUNBUFFERED": "1",
     }
     env.pop("VIRTUAL_ENV", None)
-    return root, env
+    return fresh_clone(tmp_path / "clone"), env
 
 
 @pytest.mark.launch
 @pytest.mark.parametrize("guide", GUIDE_ORDER)
 def test_every_sh_command_in_the_guides_runs(sandbox, guide):
+    """Each page's blocks, in order, in a fresh copy of the repository (issue 34: step-4-5 and step-5-6 compared
+    against out/guide/4, which only step-3-4 made, so they failed when read alone)."""
     root, env = sandbox
     for block in sh_blocks(GUIDES / guide):
         proc = subprocess.run(
@@ -320,6 +326,21 @@ def test_every_sh_command_in_the_guides_runs(sandbox, guide):
                 re.search(r"\d+ +3 +1 +1 +cpu", out)
                 and "all 1 operations gave the expected results" in out
             )
+
+
+def test_every_page_compares_only_what_its_own_commands_make():
+    """The cheap half of issue 34's rule (the launch test runs the pages): a run that a page's compare.py reads
+    is written by an earlier line of that page, not by another page."""
+    for name in GUIDE_ORDER:
+        made = []
+        for block in sh_blocks(GUIDES / name):
+            for line in block.splitlines():
+                compared = re.findall(r"compare\.py\s+(\S+)\s+(\S+)", line)
+                for path in (p for pair in compared for p in pair):
+                    assert any(path == m or path.startswith(m + "/") for m in made), (
+                        f"{name}: compare.py reads {path}, which no earlier command of the page makes"
+                    )
+                made += re.findall(r"--(?:output-dir|save|save-model)[ =](\S+)", line)
 
 
 def test_commands_left_to_a_test_name_a_test_that_exists():
@@ -399,3 +420,53 @@ def test_slurm_scripts_parse_and_build_the_documented_command(script, env, expec
     ).stdout
     for piece in expected:
         assert piece in out, (piece, out)
+
+
+ACCELERATOR_SAYS = """
+import sys
+from accelerate import Accelerator
+accelerator = Accelerator(cpu=True) if "--cpu" in sys.argv else Accelerator()
+print("seen", accelerator.num_processes, accelerator.process_index, accelerator.distributed_type, flush=True)
+accelerator.end_training()
+"""
+
+
+@pytest.mark.launch
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="what a machine without a GPU does"
+)
+def test_accelerate_on_a_cpu_does_what_your_script_md_says(tmp_path):
+    """Issue 34: the guide said a `use_cpu: true` config was enough. Under cpu_2proc.yaml a plain Accelerator()
+    is two unconnected single processes (exit 0); Accelerator(cpu=True) is two gloo ranks."""
+    script = tmp_path / "seen.py"
+    script.write_text(ACCELERATOR_SAYS)
+    seen = {}
+    for flag in ("", "--cpu"):
+        out = run_script(str(script), *([flag] if flag else []), launcher=accelerate()).stdout
+        seen[flag] = sorted(re.findall(r"^seen (\d+) (\d+) DistributedType\.(\w+)$", out, re.M))
+    assert seen[""] == [("1", "0", "NO")] * 2, seen
+    assert seen["--cpu"] == [("2", "0", "MULTI_CPU"), ("2", "1", "MULTI_CPU")], seen
+    guide = (GUIDES / "your-script.md").read_text()
+    assert "both processes: num_processes 1, process_index 0, DistributedType.NO" in guide
+    assert "num_processes 2, process_index 0 and 1, DistributedType.MULTI_CPU" in guide
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="what a machine without a GPU does"
+)
+def test_syncbatchnorm_on_a_cpu_is_refused_as_your_script_md_quotes():
+    """Item 19 quotes the error a CPU run gets for SyncBatchNorm; one gloo process is enough to get it."""
+    code = (
+        "import torch, torch.distributed as dist, torch.distributed.nn\n"
+        f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{free_port()}', rank=0, world_size=1)\n"
+        "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(torch.nn.Sequential(torch.nn.BatchNorm1d(4)))\n"
+        "try:\n    torch.nn.parallel.DistributedDataParallel(model)\n"
+        "except ValueError as e:\n    print(f'ValueError: {e}')\n"
+        "dist.destroy_process_group()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    said = proc.stdout.strip()
+    assert said == "ValueError: SyncBatchNorm layers only work with GPU modules", (
+        proc.stdout + proc.stderr
+    )
+    assert f"`{said}`" in (GUIDES / "your-script.md").read_text()

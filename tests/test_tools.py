@@ -1,5 +1,6 @@
 """The tools every guide leans on: compare.py (prove a migration) and ladder.py (the rungs' launch commands)."""
 
+import json
 import os
 import re
 import subprocess
@@ -9,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+import compare as compare_tool
 import ladder
 from conftest import ROOT
 
@@ -62,6 +64,123 @@ def test_compare_reads_safetensors_and_torch_files_and_strips_wrapper_prefixes(t
     )
     proc = compare(tmp_path / "missing", tmp_path / "bare.safetensors")
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def run_compare(capsys, *args):
+    """compare.py in this process: (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as e:
+        compare_tool.main([*map(str, args)])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_compare_reports_parameters_and_buffers_apart_and_names_the_kind_of_difference(
+    tmp_path, capsys
+):
+    """Issue 34: one maximum over everything hid a BatchNorm model's weight difference behind its running_var.
+    Parameters and buffers get their own maxima and relative differences, the top tensors are listed by name,
+    and the verdict tells BatchNorm statistics from a changed batch and from a real divergence."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
+    )
+    model(torch.randn(16, 4))  # running statistics that are not the initial ones
+    base = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.save(base, tmp_path / "base.pt")
+
+    def variant(name, **changes):
+        torch.save({**base, **changes}, tmp_path / name)
+        return tmp_path / name
+
+    bn = variant(
+        "bn.pt",
+        **{"1.running_var": base["1.running_var"] * 3, "0.weight": base["0.weight"] + 1e-7},
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", bn)
+    assert code == 1 and "verdict: BatchNorm statistics" in out, out
+    assert re.search(
+        r"^parameters: +6 tensors, max \|a - b\| = 1\.\d+e-07 \(in 0\.weight\)", out, re.M
+    )
+    assert re.search(
+        r"^buffers: +3 tensors, max \|a - b\| = [\d.]+ \(in 1\.running_var\)", out, re.M
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", bn, "--params-only")
+    assert code == 0 and "(largest in 0.weight, parameters only): the same within 1e-05" in out
+    assert "verdict: BatchNorm statistics" in out  # still said: the buffers do differ
+    # measured (your-script.md): per-process statistics move the weights too, by as much, relatively
+    both = variant(
+        "both.pt",
+        **{k: v * 1.1 for k, v in base.items() if v.is_floating_point() and "running" not in k},
+        **{"1.running_mean": base["1.running_mean"] * 1.2},
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", both, "--params-only")
+    assert code == 1 and "verdict: BatchNorm statistics" in out and "beyond 1e-05" in out, out
+
+    # relative beside absolute, and the top tensors in order: 3.bias moved by 0.5 on a norm of its own
+    shifted = variant(
+        "shifted.pt", **{"3.bias": base["3.bias"] + 0.5, "3.weight": base["3.weight"] + 0.1}
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", shifted, "--top", "2")
+    rows = out.split("top 2 tensors by |a - b|:\n")[1].splitlines()[:3]
+    assert (
+        rows[0].split()[:3] == ["3.bias", "parameter", "0.5"] and rows[1].split()[0] == "3.weight"
+    )
+    relative = 0.5 * 2**0.5 / max(base["3.bias"].norm(), (base["3.bias"] + 0.5).norm()).item()
+    assert rows[0].endswith(f"relative {relative:.3g}") and rows[2].startswith(
+        "max |w_a - w_b| = 0.5"
+    )
+    assert code == 1 and "verdict: real divergence: concentrated" in out, out
+
+    scaled = variant(  # every parameter a little different: what every step being different leaves
+        "scaled.pt",
+        **{k: v * 1.001 for k, v in base.items() if v.is_floating_point() and "running" not in k},
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", scaled)
+    assert code == 1 and "verdict: world-size/batch mismatch (likely)" in out, out
+    counts = {"1.num_batches_tracked": base["1.num_batches_tracked"] + 20}
+    counted = variant("counted.pt", **{**{"3.bias": base["3.bias"] + 0.1}, **counts})
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", counted)
+    assert (
+        code == 1
+        and "verdict: world-size/batch mismatch: 1.num_batches_tracked differs by 20" in out
+    )
+    # equal parameters: a plain run that normalized each process's share apart counted twice as often
+    code, out, _ = run_compare(
+        capsys, tmp_path / "base.pt", variant("ghost.pt", **counts), "--params-only"
+    )
+    assert code == 0 and "verdict: BatchNorm statistics" in out and "item 19" in out, out
+    torch.manual_seed(1)
+    other = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
+    )
+    variant(
+        "other.pt",
+        **{k: v for k, v in other.state_dict().items() if "running" not in k and "num" not in k},
+    )
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", tmp_path / "other.pt")
+    assert code == 1 and "verdict: real divergence: most parameter tensors differ by" in out, out
+    code, out, _ = run_compare(capsys, tmp_path / "base.pt", tmp_path / "base.pt", "--top", "0")
+    assert code == 0 and "verdict: the same" in out and "top 0 tensors by |a - b|:\nmax" in out
+
+    # two runs of the ladder with other step counts: the metrics say it, whatever the weights do
+    for run, steps, batch in (("run-a", 40, 32), ("run-b", 80, 16)):
+        (tmp_path / run).mkdir()
+        metrics = {
+            "rung": "x",
+            "global_batch_size": batch,
+            "steps": steps,
+            "eval_accuracy": 0.5,
+            "eval_samples": 9,
+        }
+        (tmp_path / run / "metrics.json").write_text(json.dumps(metrics))
+        save_file({"w": torch.zeros(2)}, str(tmp_path / run / "model.safetensors"))
+    code, out, _ = run_compare(capsys, tmp_path / "run-a", tmp_path / "run-b")
+    assert (
+        code == 1
+        and "verdict: world-size/batch mismatch: 40 vs 80 steps at global batch 32 vs 16" in out
+    )
+    code, _, err = run_compare(capsys, tmp_path / "base.pt", tmp_path / "missing.pt")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
 
 
 @pytest.mark.launch
