@@ -362,6 +362,9 @@ def test_a_plain_accelerator_under_every_cpu_config_does_what_its_comments_say(t
             seen[mode] = [json.loads(p.read_text()) for p in sorted(out.iterdir())]
         print(f"\n{config.name}: {seen}")
         assert "A plain Accelerator() under this config trains 2 unconnected copies" in header
+        guide = (ROOT / "guides" / "your-script.md").read_text()  # item A says the same
+        assert "both processes: num_processes 1, process_index 0, DistributedType.NO" in guide
+        assert "num_processes 2, process_index 0 and 1, DistributedType.MULTI_CPU" in guide
         assert seen["plain"] == [{"n": 1, "type": "DistributedType.NO", "sum": 1.0}] * nproc
         assert (
             seen["cpu"]

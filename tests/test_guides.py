@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import make_guides
-from conftest import OFFLINE, ROOT, accelerate, free_port, run_script
+from conftest import OFFLINE, ROOT, free_port
 
 GUIDES = ROOT / "guides"
 # Every guide; each page's commands run on their own (test_every_sh_command_in_the_guides_runs), in any order.
@@ -420,35 +420,6 @@ def test_slurm_scripts_parse_and_build_the_documented_command(script, env, expec
     ).stdout
     for piece in expected:
         assert piece in out, (piece, out)
-
-
-ACCELERATOR_SAYS = """
-import sys
-from accelerate import Accelerator
-accelerator = Accelerator(cpu=True) if "--cpu" in sys.argv else Accelerator()
-print("seen", accelerator.num_processes, accelerator.process_index, accelerator.distributed_type, flush=True)
-accelerator.end_training()
-"""
-
-
-@pytest.mark.launch
-@pytest.mark.skipif(
-    __import__("torch").cuda.is_available(), reason="what a machine without a GPU does"
-)
-def test_accelerate_on_a_cpu_does_what_your_script_md_says(tmp_path):
-    """Issue 34: the guide said a `use_cpu: true` config was enough. Under cpu_2proc.yaml a plain Accelerator()
-    is two unconnected single processes (exit 0); Accelerator(cpu=True) is two gloo ranks."""
-    script = tmp_path / "seen.py"
-    script.write_text(ACCELERATOR_SAYS)
-    seen = {}
-    for flag in ("", "--cpu"):
-        out = run_script(str(script), *([flag] if flag else []), launcher=accelerate()).stdout
-        seen[flag] = sorted(re.findall(r"^seen (\d+) (\d+) DistributedType\.(\w+)$", out, re.M))
-    assert seen[""] == [("1", "0", "NO")] * 2, seen
-    assert seen["--cpu"] == [("2", "0", "MULTI_CPU"), ("2", "1", "MULTI_CPU")], seen
-    guide = (GUIDES / "your-script.md").read_text()
-    assert "both processes: num_processes 1, process_index 0, DistributedType.NO" in guide
-    assert "num_processes 2, process_index 0 and 1, DistributedType.MULTI_CPU" in guide
 
 
 @pytest.mark.skipif(
