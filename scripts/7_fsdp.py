@@ -59,7 +59,7 @@ def main(args):
         num_workers=args.num_workers,
         device=device,
     )
-    eval_ds = eval_ds.shard(world_size, dist.get_rank(), contiguous=True)  # each rank a slice
+    eval_ds = data.shard(eval_ds, world_size, dist.get_rank())  # each rank a slice
     eval_loader = data.loader(eval_ds, args.batch_size, device=device)
     batch_size = args.batch_size * accum * world_size  # one optimizer step's samples, every rank's
 

@@ -201,3 +201,72 @@ def test_a_diverging_loss_stops_in_one_line_before_its_checkpoint(tmp_path, data
         proc.stderr
     )
     assert not (tmp_path / "checkpoints").exists() or not any((tmp_path / "checkpoints").iterdir())
+
+
+def test_labels_and_headers_that_raised_tracebacks_are_one_line(tmp_path, data_dir):
+    """Issue 35: a label `inf` raised OverflowError, a list-typed parquet label "unhashable type: 'list'", and a
+    header naming the label twice trained on `label.1` as a feature (accuracy 1.0 on noise)."""
+    rows = table(label=lambda i: "inf" if i == 4 else i % 2)
+    with pytest.raises(UsageError, match="label inf in row 4") as e:
+        build(tmp_path, data_dir, csv(tmp_path, rows, "inf.csv"))
+    assert "\n" not in str(e.value)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    listed = tmp_path / "listed.parquet"
+    pq.write_table(
+        pa.table({"a": [i * 0.1 for i in range(ROWS)], "label": [[i % 2] for i in range(ROWS)]}),
+        listed,
+    )
+    with pytest.raises(UsageError, match=r"label \[0\] in row 0 is a list"):
+        build(tmp_path, data_dir, listed)
+    noise = np.random.default_rng(0)
+    twice = [("a", "label", "label")] + [(float(noise.random()), i % 2, i % 2) for i in range(ROWS)]
+    with pytest.raises(UsageError, match="names the label column 'label' more than once"):
+        build(tmp_path, data_dir, csv(tmp_path, twice, "twice.csv"))
+
+
+def test_an_imagefolder_whose_first_file_is_not_an_image_is_named(tmp_path, data_dir):
+    """Issue 35: the first file was read to choose the conversion, outside the per-image check: PIL's
+    traceback."""
+    images = [
+        (str(i % 2), Image.fromarray(np.full((8, 8), i, np.uint8), mode="L")) for i in range(24)
+    ]
+    root = folder(tmp_path / "first", images)
+    (root / "0" / "0.png").write_bytes(b"not an image at all")
+    with pytest.raises(UsageError, match="cannot be read") as e:
+        build(tmp_path, data_dir, root, image_size=8)
+    assert "\n" not in str(e.value)
+
+
+def test_the_same_picture_gives_the_same_input_whatever_its_mode_or_bit_depth(tmp_path, data_dir):
+    """Issue 35: the first image chose the conversion for all: an 8-bit picture and the same picture saved as
+    16-bit (x 257) came out as different inputs. Each image is now scaled by its own bit depth, in the
+    dataset's one channel mode."""
+    from common.your_data import _image_converter
+
+    grey8 = np.arange(64, dtype=np.uint8).reshape(8, 8) * 4
+    as8 = Image.fromarray(grey8, mode="L")
+    as16 = Image.fromarray(grey8.astype(np.uint16) * 257)
+    for first in (as8, as16):
+        convert = _image_converter(first, 8)
+        a, b = convert(as8), convert(as16)
+        assert a.shape == b.shape == (1, 8, 8) and np.abs(a - b).max() < 1e-6
+    rgb = _image_converter(Image.new("RGB", (8, 8)), 8)
+    assert rgb(as8).shape == rgb(as16).shape == (3, 8, 8)
+    assert np.abs(rgb(as8) - rgb(as16)).max() < 1e-6
+
+
+def test_an_eval_split_smaller_than_the_world_size_is_one_line():
+    """Issue 35: Dataset.shard raised IndexError on the rank whose slice was empty (rungs 3, 4, 5 and 7); every
+    rank now refuses the same way, before any collective."""
+    import datasets
+
+    tiny = datasets.Dataset.from_dict({"inputs": [[0.0]], "labels": [0]})
+    for rank in (0, 1):
+        with pytest.raises(
+            UsageError, match="the eval split has 1 rows, fewer than the 2 processes"
+        ):
+            data.shard(tiny, 2, rank)
+    two = datasets.Dataset.from_dict({"inputs": [[0.0], [1.0], [2.0]], "labels": [0, 1, 0]})
+    assert [len(data.shard(two, 2, r)) for r in (0, 1)] == [2, 1]

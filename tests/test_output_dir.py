@@ -257,3 +257,100 @@ def test_planted_symlinks_are_never_written_or_deleted_through(tmp_path):
     assert (victim / "secret").read_text() == "the victim's data"
     assert not (out / "metrics.json").is_symlink() and not (out / "model.safetensors").is_symlink()
     assert (out / "checkpoints" / ".tmp-step-00000001.planted").is_symlink() and victim.is_dir()
+
+
+def test_a_rewind_reads_its_step_from_the_checkpoint_not_from_its_name(tmp_path):
+    """Issue 35: a copy of step-28 stored under another name bypassed the rewind guard (the step was read from
+    the directory's name) and overwrote the run's step-42 and step-56 without --overwrite."""
+    model, opt = model_and_optimizer()
+    for step in (28, 42, 56):
+        save_checkpoint(tmp_path / "run", model, opt, step, step // 14, 0, keep=5, lineage="a")
+    copy = tmp_path / "my-favourite"
+    shutil.copytree(tmp_path / "run" / "checkpoints" / "step-00000028", copy)
+    with pytest.raises(UsageError, match=r"rewinds to step 28.*step-00000056.*--overwrite"):
+        lineage.plan(flags(tmp_path / "run", resume=str(copy)), main=True)
+    assert steps(tmp_path / "run") == [28, 42, 56]
+
+
+def test_resume_auto_continues_the_dirs_own_run_and_refuses_a_copied_in_checkpoint(tmp_path):
+    """Issue 35: another run's checkpoint copied into checkpoints/ was continued by --resume auto without a
+    word (and its evaluations then replaced best/). The dir names its run (run.json); auto refuses the
+    stranger in one line, and a checkpoint of the dir's own run is continued as before."""
+    model, opt = model_and_optimizer()
+    save_checkpoint(tmp_path / "mine", model, opt, 14, 1, 0, lineage="mine")
+    lineage.claim(tmp_path / "mine", "mine")
+    assert lineage.plan(flags(tmp_path / "mine", resume="auto"), main=True) == "auto"
+    save_checkpoint(tmp_path / "other", model, opt, 70, 5, 0, lineage="other")
+    shutil.copytree(
+        tmp_path / "other" / "checkpoints" / "step-00000070",
+        tmp_path / "mine" / "checkpoints" / "step-00000070",
+    )
+    with pytest.raises(UsageError, match=r"step-00000070' belongs to another run \(run other\)"):
+        lineage.plan(flags(tmp_path / "mine", resume="auto"), main=True)
+    assert steps(tmp_path / "mine") == [14, 70]  # refused: nothing deleted
+
+
+def best_dir(output_dir, run, step=6, loss=0.5, launch=None):
+    best = output_dir / "best"
+    best.mkdir(parents=True)
+    record = {"run": run, "step": step, "eval_loss": loss, "launch": launch}
+    (best / "eval.json").write_text(__import__("json").dumps(record))
+    return best
+
+
+def test_a_best_model_is_a_runs_own_a_fresh_run_refuses_it_and_overwrite_deletes_it(
+    tmp_path, monkeypatch
+):
+    """Issue 35: a fresh run into a dir holding only a finished run's best/ replaced it, and --overwrite kept
+    the deleted run's best/ (and so its bar to beat). A rewind past the best model's step must delete it too."""
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    best = best_dir(tmp_path, "old")
+    with pytest.raises(UsageError, match=r"holds a best model \(best/\) of an earlier run"):
+        lineage.plan(flags(tmp_path), main=True)
+    assert best.is_dir()
+    assert lineage.plan(flags(tmp_path, overwrite=True), main=True) == "none"
+    assert not best.exists()
+    # the same torchrun launch's earlier try wrote it before any checkpoint: a restart starts over
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job-7")
+    best = best_dir(tmp_path, "try-1", launch="job-7")
+    assert lineage.plan(flags(tmp_path), main=True) == "none" and not best.exists()
+    # a rewind to step 14 while best/ holds step 42's model: that model was never beaten by the rewound run
+    model, opt = model_and_optimizer()
+    save_checkpoint(tmp_path / "r", model, opt, 14, 1, 0, lineage="a")
+    best = best_dir(tmp_path / "r", "a", step=42)
+    rewind = str(tmp_path / "r" / "checkpoints" / "step-00000014")
+    with pytest.raises(UsageError, match="rewinds to step 14, but --output-dir holds best"):
+        lineage.plan(flags(tmp_path / "r", resume=rewind), main=True)
+    assert lineage.plan(flags(tmp_path / "r", resume=rewind, overwrite=True), main=True) == rewind
+    assert not best.exists() and steps(tmp_path / "r") == [14]
+
+
+def test_a_killed_best_write_leaves_nothing_behind_after_the_next_start(tmp_path):
+    """Issue 35: kill -9 during the best/ write left a model-sized .tmp-best.* that nothing removed."""
+    from common import best_model
+
+    (tmp_path / ".tmp-best.abc123").mkdir()
+    (tmp_path / ".tmp-best.abc123" / "model.safetensors").write_bytes(b"x" * 1000)
+    (tmp_path / ".tmp-old-best.def456").mkdir()
+    (tmp_path / ".tmp-keep-me").mkdir()  # not best/'s: left alone
+    best_model.Best(tmp_path, "run", resumed=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-keep-me"]
+
+
+def test_a_resume_on_other_data_refuses(tmp_path):
+    """Issue 35: --dataset edited between a run and its resume (320 -> 200 rows) continued on the other data.
+    Every checkpoint records the prepared data's sha256; a resume with another refuses, and never falls back
+    to an older checkpoint of the same data."""
+    model, opt = model_and_optimizer()
+    args = argparse.Namespace(output_dir=str(tmp_path), keep=3, lineage="a", data_sha256="1" * 64)
+    checkpoint.save(args, model, opt, None, 14, 1, 0)
+    state = __import__("json").loads(
+        (tmp_path / "checkpoints" / "step-00000014" / "state.json").read_text()
+    )
+    assert state["data"] == "1" * 64
+    quiet = dict(log=lambda *_: None)
+    assert checkpoint.restore("auto", tmp_path, model, opt, data="1" * 64, **quiet)[1] == 14
+    with pytest.raises(
+        UsageError, match="was trained on other data .*111111111111, now 222222222222"
+    ):
+        checkpoint.restore("auto", tmp_path, model, opt, data="2" * 64, **quiet)

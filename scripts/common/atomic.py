@@ -59,8 +59,12 @@ def write_dir(path, fill):
         shutil.rmtree(old, ignore_errors=True)
 
 
-def remove_stale(directory):
-    """Remove what a killed write left in `directory` (never a finished file or checkpoint)."""
-    for stale in Path(directory).glob(".tmp-*"):
+def remove_stale(directory, name="*"):
+    """Remove what a killed write of `name` (default: of anything) left in `directory`: its temporary
+    directories, never a finished file or checkpoint."""
+    for stale in [
+        *Path(directory).glob(f".tmp-{name}.*"),
+        *Path(directory).glob(f".tmp-old-{name}.*"),
+    ]:
         if stale.is_dir() and not stale.is_symlink():
             shutil.rmtree(stale, ignore_errors=True)

@@ -8,12 +8,16 @@ import json
 import math
 from pathlib import Path
 
-from common import atomic, checkpoint
+from common import atomic, checkpoint, lineage
 
 
 class Best:
-    def __init__(self, output_dir, lineage, resumed):
-        self.dir, self.lineage, self.loss = Path(output_dir) / "best", lineage, None
+    def __init__(self, output_dir, run, resumed):
+        self.dir, self.lineage, self.loss = Path(output_dir) / "best", run, None
+        if (
+            self.dir.parent.is_dir()
+        ):  # what a killed write left (.tmp-best.*): the dir's lock is this run's
+            atomic.remove_stale(self.dir.parent, "best")
         try:
             saved = json.loads((self.dir / "eval.json").read_text())
         except (OSError, ValueError):
@@ -38,7 +42,7 @@ class Best:
     def save(self, step, results, model):
         """Write `model` (the bare model, or a state dict gathered from FSDP's shards) with its results."""
         state = model if isinstance(model, dict) else checkpoint.gather(model)[0]
-        record = {"step": step, "run": self.lineage, **results}
+        record = {"step": step, "run": self.lineage, "launch": lineage.launch_id(), **results}
 
         def fill(tmp):
             checkpoint.save_model(tmp / "model.safetensors", state)

@@ -30,6 +30,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from common import atomic, lineage, schedule, verify
+from common.errors import UsageError
 from common.verify import FILES, FORMAT, CheckpointError  # noqa: F401  (checkpoint.CheckpointError)
 
 
@@ -101,6 +102,7 @@ def save(args, model, optimizer, scheduler, step, epoch, samples_in_epoch, scale
             "schedule": getattr(schedule.lambda_of(scheduler), "schedule", None),
             "run": args.lineage,
             "launch": lineage.launch_id(),
+            "data": getattr(args, "data_sha256", None),
             "sha256": {name: verify.sha256(tmp / name) for name in FILES},
         }
         (tmp / "state.json").write_text(json.dumps(state, indent=2) + "\n")
@@ -110,10 +112,7 @@ def save(args, model, optimizer, scheduler, step, epoch, samples_in_epoch, scale
         root.mkdir(parents=True, exist_ok=True)
         atomic.remove_stale(root)  # left by a save that was killed; never a valid checkpoint
         atomic.write_dir(final, fill)
-    except (
-        OSError,
-        SafetensorError,
-    ) as e:  # a full disk (safetensors raises its own error), a quota
+    except (OSError, SafetensorError) as e:  # a full disk (safetensors: its own error), a quota
         raise CheckpointError(
             f"could not write checkpoint {str(final)!r} ({verify.why(e)}): free space in "
             f"--output-dir or point it elsewhere; the earlier checkpoints are intact"
@@ -157,7 +156,9 @@ def load(path, model, optimizer=None, scaler=None, scheduler=None):
     return state
 
 
-def restore(resume_from, output_dir, model, optimizer, scaler=None, scheduler=None, log=print):
+def restore(
+    resume_from, output_dir, model, optimizer, scaler=None, scheduler=None, log=print, data=None
+):
     """Apply --resume (after lineage.plan): "none" starts fresh, "auto" loads the newest valid checkpoint in
     `output_dir` (falling back past corrupt ones, and saying so), anything else is a checkpoint directory.
     Returns (epoch, step, samples_in_epoch) to continue from, and the checkpoint's lineage (None: fresh)."""
@@ -167,6 +168,13 @@ def restore(resume_from, output_dir, model, optimizer, scaler=None, scheduler=No
     candidates = list_checkpoints(output_dir)[::-1] if resume_from == "auto" else [resume_from]
     problems = []
     for path in candidates:
+        trained_on = lineage.read_field(Path(path) / "state.json", "data")
+        if data and trained_on and trained_on != data:  # never falls back to an older one: refuse
+            raise UsageError(
+                f"checkpoint {str(path)!r} was trained on other data (prepared data {trained_on[:12]}, "
+                f"now {data[:12]}): --dataset, its files or the task's settings changed since; resume "
+                f"with the data it trained on, or start afresh with --overwrite or another --output-dir"
+            )
         try:
             state = load(path, model, optimizer, scaler, scheduler)
         except CheckpointError as e:
@@ -198,12 +206,14 @@ def resume(args, model, optimizer, scheduler, train_loader, scaler=None):
 
     main = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
     resume_from = lineage.plan(args, main)
+    sha = getattr(args, "data_sha256", None)
     epoch, step, samples, run = restore(
-        resume_from, args.output_dir, model, optimizer, scaler, scheduler
+        resume_from, args.output_dir, model, optimizer, scaler, scheduler, data=sha
     )
-    args.lineage = (
-        run if isinstance(run, str) else lineage.new_id()
-    )  # rotation deletes only its own
+    # this run's lineage: rotation deletes only its own, --resume auto continues only the dir's
+    args.lineage = run if isinstance(run, str) else lineage.new_id()
+    if main:
+        lineage.claim(args.output_dir, args.lineage)
     epoch, done = data.start_at(train_loader, epoch, samples)
     return epoch, step, done
 

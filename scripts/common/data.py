@@ -35,6 +35,9 @@ def build(args):
     import datasets
 
     info = json.loads((path / "info.json").read_text())
+    args.data_sha256 = info.get(
+        "sha256"
+    )  # recorded in every checkpoint: a resume on other data refuses
     info = Info(info["name"], info["kind"], tuple(info["input_shape"]), info["num_classes"])
     train_ds = datasets.load_from_disk(str(path / "train")).with_format("torch")
     eval_ds = datasets.load_from_disk(str(path / "eval")).with_format("torch")
@@ -165,6 +168,18 @@ def loader(
         persistent_workers=num_workers > 0,
         worker_init_fn=preemption.ignore_in_workers,
     )
+
+
+def shard(dataset, num_shards, index):
+    """`Dataset.shard(num_shards, index, contiguous=True)`: one contiguous slice per process, none overlapping,
+    none dropped. A split with fewer rows than processes is refused in one line, the same on every process
+    (Dataset.shard raises IndexError for the empty slice, on the processes that would get one)."""
+    if len(dataset) < num_shards:
+        raise UsageError(
+            f"the eval split has {len(dataset)} rows, fewer than the {num_shards} processes that each "
+            f"evaluate a slice of it: give --dataset a larger test split, or run fewer processes"
+        )
+    return dataset.shard(num_shards, index, contiguous=True)
 
 
 def _whole_batch(batch):

@@ -5,8 +5,11 @@ resume) and the torchrun launch that wrote it ("launch": TORCHELASTIC_RUN_ID). F
 - a fresh run into an output dir that holds checkpoints refuses in one line naming --resume auto and
   --overwrite, unless they are this torchrun launch's own: torchrun restarted the workers (on a multi-node job
   the healthy nodes restart theirs with TORCHELASTIC_RESTART_COUNT=0, so the count alone cannot tell);
-- a rewind (--resume <a checkpoint>) refuses while checkpoints at or past its step sit in the output dir, since
-  --resume auto would later continue those instead; --overwrite deletes them;
+- a rewind (--resume <a checkpoint>) refuses while checkpoints at or past its step (read from its state.json,
+  not from its name), another run's checkpoints, or a later best model sit in the output dir, since --resume
+  auto would later continue those (or best/ keep them) instead; --overwrite deletes them;
+- the output dir names its run (run.json): --resume auto continues that run's checkpoints, and refuses in one
+  line when another run's checkpoint was copied in; a fresh run refuses a dir holding a best model too;
 - rotation (--keep) counts and deletes only this lineage's checkpoints up to the step just written: a corrupt,
   foreign or far-future checkpoint is never counted, and the one a run resumed from stays until newer ones do.
 A symlink in the checkpoint tree is refused, never followed: deleting through it would delete another run's work.
@@ -58,48 +61,101 @@ def entries(output_dir):
 
 def owner(path):
     """(lineage, launch) from a checkpoint's state.json, or (None, None) when it cannot be read."""
+    return read_field(Path(path) / "state.json", "run"), read_field(
+        Path(path) / "state.json", "launch"
+    )
+
+
+def read_field(path, key):
     try:
-        state = json.loads((Path(path) / "state.json").read_text())
-        return (state.get("run"), state.get("launch")) if isinstance(state, dict) else (None, None)
+        value = json.loads(Path(path).read_text())
+        return value.get(key) if isinstance(value, dict) else None
     except (OSError, ValueError):
-        return None, None
+        return None
+
+
+def dir_owner(output_dir):
+    """The lineage the output dir belongs to (<output-dir>/run.json, written when a run starts or resumes), or
+    None in a dir no run has claimed (or one written before run.json existed)."""
+    return read_field(Path(output_dir) / "run.json", "run")
+
+
+def claim(output_dir, run):
+    """Record that `run` owns the output dir: --resume auto continues its checkpoints and no other's."""
+    from common import atomic
+
+    path = Path(output_dir) / "run.json"
+    if read_field(path, "run") != run:
+        atomic.write_text(path, json.dumps({"run": run}) + "\n")
 
 
 def plan(args, main):
     """What --resume means in this output dir (see the module's docstring): "none", "auto" or a checkpoint path.
-    With --overwrite the main process deletes what stands in the way first."""
+    With --overwrite the main process deletes what stands in the way first: checkpoints, and best/ (the
+    deleted run's best model, and the bar a new run would have to beat)."""
     found = entries(args.output_dir)
     launch = launch_id()
+    best = Path(args.output_dir) / "best"
+    best_launch = read_field(best / "eval.json", "launch") if best.is_dir() else None
     if args.resume == "none":
-        if not found:
-            return "none"
         if launch is not None and any(owner(p)[1] == launch for _, p in found):
             return "auto"  # torchrun restarted this launch's workers: continue its own checkpoints
+        mine = (
+            launch is not None and best_launch == launch
+        )  # best/ of an earlier try of this launch
+        if not found and (not best.is_dir() or mine):
+            _delete([best] if best.is_dir() else [], main)
+            return "none"
         if not args.overwrite:
+            what = f"checkpoints of an earlier run (newest {found[-1][1].name})" if found else ""
             raise UsageError(
-                f"--output-dir {str(args.output_dir)!r} holds checkpoints of an earlier run (newest "
-                f"{found[-1][1].name}): pass --resume auto to continue it, --overwrite to delete them "
-                f"and start afresh, or another --output-dir"
+                f"--output-dir {str(args.output_dir)!r} holds "
+                f"{what or 'a best model (best/) of an earlier run'}: pass "
+                f"--resume auto to continue it, --overwrite to delete them and start afresh, or "
+                f"another --output-dir"
             )
-        stale = [p for _, p in found]
-    elif args.resume == "auto":
+        _delete([p for _, p in found] + ([best] if best.is_dir() else []), main)
+        return "none"
+    if args.resume == "auto":
+        run = dir_owner(args.output_dir)
+        foreign = [p for _, p in found if run is not None and owner(p)[0] != run]
+        if foreign:
+            raise UsageError(
+                f"{str(foreign[-1])!r} belongs to another run (run {owner(foreign[-1])[0]}), not to "
+                f"the one --output-dir holds (run {run}): move it out, pass it to --resume to continue "
+                f"it elsewhere, or start afresh with --overwrite"
+            )
         return "auto"
-    else:
-        target = Path(args.resume)
-        name = target.name
-        at = int(name[5:]) if name.startswith("step-") and name[5:].isdigit() else -1
-        later = [p for step, p in found if step >= at] if at >= 0 else []
-        stale = [p for p in later if p.resolve() != target.resolve()]
-        if stale and not args.overwrite:
-            raise UsageError(
-                f"--resume {str(args.resume)!r} rewinds, but --output-dir holds later checkpoints "
-                f"(newest {stale[-1].name}) that --resume auto would continue instead: pass "
-                f"--overwrite to delete them, or write the rewound run to another --output-dir"
-            )
-    if main:
-        for p in stale:
-            shutil.rmtree(p, ignore_errors=True)  # a real directory (entries refuses links)
+    target = Path(args.resume)
+    at = read_field(
+        target / "state.json", "step"
+    )  # the checkpoint's own step, never its directory's name
+    if not isinstance(at, int):
+        return args.resume  # not a readable checkpoint: restore() says what is wrong with it
+    run = owner(target)[0]
+    stale = [
+        p
+        for step, p in found
+        if p.resolve() != target.resolve() and (step >= at or owner(p)[0] != run)
+    ]
+    best_step = read_field(best / "eval.json", "step") if best.is_dir() else None
+    if best.is_dir() and (read_field(best / "eval.json", "run") != run or (best_step or 0) > at):
+        stale.append(best)  # a later best model, or another run's: the rewound run never beat it
+    if stale and not args.overwrite:
+        raise UsageError(
+            f"--resume {str(args.resume)!r} rewinds to step {at}, but --output-dir holds "
+            f"{stale[-1].name} of a later step or another run, which --resume auto would continue "
+            f"(or best/ would keep) instead: pass --overwrite to delete them, or write the rewound "
+            f"run to another --output-dir"
+        )
+    _delete(stale, main)
     return args.resume
+
+
+def _delete(paths, main):
+    if main:
+        for p in paths:
+            shutil.rmtree(p, ignore_errors=True)  # real directories (entries refuses links)
 
 
 def rotate(output_dir, lineage, step, keep):

@@ -66,6 +66,9 @@ class Meter:
         self.step = step
         in_epoch = self.skipped + step - self.steps_at_start
         due = step % self.eval_every == 0 if self.eval_every else in_epoch == self.per_epoch
+        due = (
+            due or step == self.total
+        )  # the run's last step: its final model is always offered to best/
         if due:
             self.eval_started = time.perf_counter()
         return due

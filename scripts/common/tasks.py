@@ -14,7 +14,7 @@ from common.errors import UsageError
 
 SPLIT_SEED = 42  # the train/eval split is fixed, whatever --seed says, so eval sets stay comparable
 EVAL_FRACTION = 0.2  # for data that has no test/validation split of its own
-CACHE_VERSION = 2  # bump when the preparation below changes, so old caches are not reused
+CACHE_VERSION = 3  # bump when the preparation below changes, so old caches are not reused
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,14 @@ def prepare(spec, path):
             )
             ds = datasets.Dataset.from_dict({"inputs": inputs, "labels": labels}, features=features)
             ds.save_to_disk(str(tmp / split))
-        (tmp / "info.json").write_text(json.dumps(asdict(info)))
+        # what a checkpoint records of the data it trained on: the prepared arrays' own bytes, so a copy of the
+        # same files elsewhere (another mtime) is the same data, and an edited file is not
+        content = hashlib.sha256()
+        for split in sorted(splits):
+            for array in splits[split]:
+                content.update(f"{split}{array.dtype}{array.shape}".encode())
+                content.update(np.ascontiguousarray(array).tobytes())
+        (tmp / "info.json").write_text(json.dumps({**asdict(info), "sha256": content.hexdigest()}))
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

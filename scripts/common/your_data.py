@@ -3,6 +3,8 @@ hub dataset when online) read with Hugging Face `datasets` and turned into the a
 Everything that would train on garbage (NaN features, a float label, one class, a text feature, an unreadable
 image) is refused in one line that names the row or the file."""
 
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +74,13 @@ def arrays(spec):
             f"label column {label!r} not in dataset (columns: {', '.join(columns)}): "
             f"pass --label-column"
         )
+    repeated = [c for c in columns if re.fullmatch(re.escape(label) + r"\.\d+", c)]
+    if repeated:  # pandas reads a header that names a column twice as label, label.1, ...
+        raise UsageError(
+            f"the header names the label column {label!r} more than once (read as {repeated[0]!r}): a "
+            f"copy of the label among the features teaches the model to read the answer; drop or rename "
+            f"the repeated column"
+        )
     image_column = spec["image_column"] or next(
         (c for c, f in loaded["train"].features.items() if isinstance(f, datasets.Image)), None
     )
@@ -81,7 +90,7 @@ def arrays(spec):
             f"pass --image-column"
         )
     if image_column is not None:
-        convert = _image_converter(loaded["train"][0][image_column], spec["image_size"])
+        convert = _image_converter(_first_image(loaded["train"], image_column), spec["image_size"])
         arrays = {
             s: (_images(loaded[s], image_column, convert, s), loaded[s][label]) for s in loaded
         }
@@ -159,7 +168,13 @@ def _classes(arrays, label):
     target, or a float-parsed column) or a single class is refused: each would train on garbage, silently."""
     values = [v for _, y in arrays.values() for v in y]
     for row, v in enumerate(values):
-        if v is None or (isinstance(v, float) and (v != v or v != int(v))):
+        # a list or a struct (parquet), None (an empty cell): unhashable, or no class at all
+        if not isinstance(v, (int, float, str)):
+            raise UsageError(
+                f"label {str(v)[:60]} in row {row} is a {type(v).__name__}: --label-column "
+                f"{label!r} must hold whole class numbers or names, one per row, with no empty cells"
+            )
+        if isinstance(v, float) and (not math.isfinite(v) or v != int(v)):
             raise UsageError(
                 f"label {v!r} in row {row}: --label-column {label!r} must hold whole class numbers or "
                 f"names, with no empty cells (this looks like a missing value or a regression target)"
@@ -193,21 +208,31 @@ def _images(split, column, convert, name):
     return np.stack(out)
 
 
+def _first_image(split, column):
+    try:
+        return split[0][column]
+    except Exception as e:  # PIL raises several types for a file that is not an image
+        raise UsageError(
+            f"image 0 of the train split cannot be read ({type(e).__name__}: {str(e)[:120]}): remove "
+            f"or replace that file"
+        ) from None
+
+
 def _image_converter(first, size):
-    """Images as float32 in [0, 1]: 8-bit grey or colour divided by 255, 16-bit grey (I;16, common for scans and
-    microscopy) by 65535 instead of being clipped to 8 bits."""
-    sixteen = first.mode.startswith("I;16") or first.mode == "I"
-    mode = "L" if first.mode in ("L", "1") else "RGB"
+    """Images as float32 in [0, 1], in one mode for the whole dataset (grey if the first image is grey, else
+    RGB), each by its own bit depth: 8-bit divided by 255, 16-bit (I;16, common for scans and microscopy) by
+    65535 instead of being clipped to 8 bits. The same picture gives the same input whatever file holds it."""
+    grey = first.mode in ("L", "1", "I", "F") or first.mode.startswith("I;16")
 
     def convert(image):
-        if sixteen:
-            array = (
-                np.asarray(image.convert("I").convert("F").resize((size, size)), dtype=np.float32)
-                / 65535.0
+        if image.mode == "I" or image.mode.startswith("I;16"):
+            array = np.asarray(
+                image.convert("I").convert("F").resize((size, size)), dtype=np.float32
             )
-            return array[None]
-        image = image.convert(mode).resize((size, size))
+            array = array / 65535.0
+            return array[None] if grey else np.repeat(array[None], 3, axis=0)
+        image = image.convert("L" if grey else "RGB").resize((size, size))
         array = np.asarray(image, dtype=np.float32) / 255.0
-        return array[None] if mode == "L" else array.transpose(2, 0, 1)
+        return array[None] if grey else array.transpose(2, 0, 1)
 
     return convert
