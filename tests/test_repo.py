@@ -288,3 +288,37 @@ def test_the_cuda_constraints_pin_only_what_the_cuda_build_adds():
     assert {"nvidia-nccl-cu13", "nvidia-cudnn-cu13", "triton"} <= names
     assert not names & ({**direct, **rest}.keys())
     assert direct["torch"] == "2.13.0"
+
+
+def test_the_files_to_copy_import_nothing_of_the_project():
+    """Issue 32: the README's first screen offers guides/examples/ as the files to copy; each must be whole.
+    None imports a module of this repository (common, the tools, another example), nor reads a path of it;
+    the README's table names every torchrun/accelerate example and its plain twin."""
+    import ast
+
+    readme = (ROOT / "README.md").read_text()
+    first_screen = readme[: readme.index("## Two commands")]
+    every = sorted((ROOT / "guides" / "examples").glob("*.py"))
+    # the ones offered to copy (digits_accelerate_resume.py shows accelerate's save_state on top of
+    # digits_accelerate.py, which it imports, and is not offered alone)
+    examples = [p for p in every if p.name in first_screen]
+    assert len(examples) == 6, [p.name for p in examples]
+    ours = {p.stem for p in (ROOT / "scripts" / "common").glob("*.py")} | {"common", "conftest"}
+    ours |= {p.stem for p in (ROOT / "scripts" / "tools").glob("*.py")} | {p.stem for p in every}
+    for path in examples:
+        tree = ast.parse(path.read_text())
+        imported = {
+            a.name.split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import)
+            for a in n.names
+        }
+        imported |= {
+            n.module.split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module
+        }
+        assert not imported & ours, (path.name, imported & ours)
+        assert "scripts/" not in path.read_text(), path.name
+    for name in ("digits_torchrun.py", "digits_accelerate.py", "digits_plain.py", "lm_torchrun.py"):
+        assert name in first_screen, name

@@ -162,3 +162,38 @@ def test_two_node_torchrun_restart_keeps_the_checkpoints_and_completes(
     diff = max_abs_diff(weights(tmp_path / "out"), reference[1])
     print(f"\ntwo torchrun nodes, rank 1 killed at step 20: max |w - w_rung1| = {diff:.2e}")
     assert diff <= 1e-5
+
+
+def test_accelerate_sbatch_passes_arguments_with_spaces_quotes_and_semicolons_intact(
+    cluster, data_dir, tmp_path
+):
+    """Issue 35: accelerate.sbatch ran `bash -c "... $*"` on each node, so a job argument holding `;touch x` was
+    executed and arguments with spaces were split. A job whose name and arguments hold spaces, a quote and
+    `;touch PWNED` trains to the end, its data read through the odd path as one argument, and nothing ran."""
+    odd = tmp_path / "data dir 'q' ;touch PWNED"
+    odd.symlink_to(data_dir, target_is_directory=True)
+    name = "ladder acc 'q' x"
+    planted = ROOT / "PWNED"
+    planted.unlink(missing_ok=True)
+    job = cluster.sbatch(
+        *CPU_NODES,
+        f"--job-name={name}",
+        "--export=ALL,NPROC_PER_NODE=1,MIXED_PRECISION=no",
+        "scripts/labs/slurm/accelerate.sbatch",
+        *("--task", "cancer", "--epochs", "1", "--batch-size", "16", "--data-dir", str(odd)),
+        cwd=ROOT,
+        env={"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **OFFLINE},
+    )
+    out = ROOT / "out" / f"{name}-{job}"
+    log = ROOT / f"slurm-{name}-{job}.out"
+    try:
+        state, _ = cluster.wait(job, lambda s: s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"))
+        text = log.read_text() if log.exists() else "(no log)"
+        assert state == "COMPLETED", text[-3000:]
+        assert not planted.exists() and "done: eval accuracy" in text, text[-3000:]
+        assert (out / "metrics.json").exists() and (out / "model.safetensors").exists()
+    finally:
+        subprocess.run(["scancel", str(job)], env=cluster.env, capture_output=True)
+        log.unlink(missing_ok=True)
+        subprocess.run(["rm", "-rf", str(out)])
+        planted.unlink(missing_ok=True)
