@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/, for common
-from common import UsageError, checkpoint, data, errors, lock, metrics, models
+from common import UsageError, checkpoint, data, entry, lock, metrics, models
 
 
 class TwoDeviceMLP(nn.Module):
@@ -133,4 +133,4 @@ def main(args):
 
 
 if __name__ == "__main__":
-    errors.run(main, __doc__, uses=("dist_timeout",))
+    entry.run(main, __doc__, uses=("dist_timeout",))
