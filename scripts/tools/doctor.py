@@ -14,10 +14,14 @@ collective behind another name is not seen.
 
 import argparse
 import ast
+import io
 import os
 import re
+import stat
 import sys
-from dataclasses import dataclass
+import tempfile
+import tokenize
+from dataclasses import dataclass, field
 from pathlib import Path
 
 GUIDE = "guides/your-script.md"
@@ -238,6 +242,8 @@ class Finding:
     line: int
     col: int
     code: str
+    # False where the mechanical rewrite would change what some path through the program does: reported only
+    fixable: bool = field(default=True, compare=False)
 
     def __str__(self):
         what, fix, anchor, _ = RULES[self.code]
@@ -326,7 +332,16 @@ class Checker(ast.NodeVisitor):
             callee_name = last(dotted(call.func))
             if callee_name:
                 self.calls.setdefault(callee_name, []).append(call)
+        self.conditional_wraps = set()  # wrapped on some paths only: `if ddp: model = DDP(model)`
         for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
+                branches = (node.value.body, node.value.orelse)  # model = DDP(m) if ddp else m
+                if any(
+                    isinstance(b, ast.Call) and last(dotted(b.func)) in WRAPPERS for b in branches
+                ):
+                    names = [dotted(t) for t in node.targets]
+                    self.wrapped.update(names)
+                    self.conditional_wraps.update(names)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 callee = last(dotted(node.value.func))
                 targets = [
@@ -337,6 +352,8 @@ class Checker(ast.NodeVisitor):
                 target_names = [dotted(t) for t in targets]
                 if callee in WRAPPERS:
                     self.wrapped.update(target_names)
+                    if any(isinstance(p, ast.If) for p in self.parents_of(node)):
+                        self.conditional_wraps.update(target_names)
                 if callee == "DistributedSampler":
                     self.samplers.update(target_names)
                 if callee == "prepare":
@@ -347,6 +364,20 @@ class Checker(ast.NodeVisitor):
                     self.wrapped.update(
                         t for a, t in zip(args, target_names) if "model" in a.lower()
                     )
+
+    def never_none(self, value):
+        """Whether a DataLoader's `sampler=` is a sampler on every path: a call, or a name that every
+        assignment in the module binds to a call (not `... if distributed else None`, not a parameter)."""
+        if isinstance(value, ast.Call):
+            return True
+        if not isinstance(value, ast.Name):
+            return False
+        values, parameter = [], False
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign) and any(dotted(t) == value.id for t in node.targets):
+                values.append(node.value)
+            parameter = parameter or isinstance(node, ast.arg) and node.arg == value.id
+        return bool(values) and not parameter and all(isinstance(v, ast.Call) for v in values)
 
     def shuffles(self, sampler):
         """Whether a DistributedSampler's epoch order matters and is set nowhere this module can see: a
@@ -374,8 +405,8 @@ class Checker(ast.NodeVisitor):
                 return False
         return True
 
-    def add(self, node, code):
-        self.found.append(Finding(self.path, node.lineno, node.col_offset, code))
+    def add(self, node, code, fixable=True):
+        self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable))
 
     def generic_visit(self, node):
         self.stack.append(node)
@@ -501,16 +532,19 @@ class Checker(ast.NodeVisitor):
             callee == "DataLoader"
             and is_true(keyword(node, "shuffle"))
             and keyword(node, "sampler") is not None
-        ):
-            self.add(node, "DDL104")
+        ):  # where the sampler may be None, dropping shuffle=True would drop the order of that run
+            self.add(node, "DDL104", fixable=self.never_none(keyword(node, "sampler")))
         if callee == "DistributedSampler" and not self.set_epoch_called and self.shuffles(node):
             self.add(node, "DDL105")
         if callee == "save" and name in ("torch.save", "save"):
             saved = node.args[0] if node.args else None
             if isinstance(saved, ast.Call) and last(dotted(saved.func)) == "state_dict":
                 owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
-                if owner in self.wrapped:
-                    self.add(node, "DDL106")
+                if (
+                    owner in self.wrapped
+                ):  # `.module` of a model wrapped on some paths only fails on the others
+                    unwrap = self.uses_accelerate or owner not in self.conditional_wraps
+                    self.add(node, "DDL106", fixable=unwrap)
             if (self.distributed or self.uses_accelerate) and not self.guarded(node):
                 self.add(node, "DDL107")
         # a subgroup's collective is for its members only
@@ -804,8 +838,8 @@ class ClipScaledGradients(Rule):
         (`scaler.scale(loss).backward()`): the AMP branch, not the fp32 one beside it."""
         statement = next(p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt))
         block = self.m.parent.get(statement)
-        for field in ("body", "orelse", "finalbody"):
-            siblings = getattr(block, field, [])
+        for part in ("body", "orelse", "finalbody"):
+            siblings = getattr(block, part, [])
             if statement in siblings:
                 return any(
                     isinstance(n, ast.Call) and last(dotted(n.func)) == "scale"
@@ -913,7 +947,7 @@ def check_source(source, path="<string>"):
             if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
         )
         checker.add(first, "DDL113")
-    lines = source.splitlines()
+    lines = physical_lines(source)
 
     def suppressed(finding):  # flake8's noqa comment, bare or with codes, on the finding's line
         match = NOQA.search(lines[finding.line - 1]) if finding.line <= len(lines) else None
@@ -976,7 +1010,8 @@ def main(argv=None):
     unreadable, findings, changed = 0, 0, 0
     for name in python_files(args.files):
         try:
-            source = Path(name).read_text(encoding="utf-8")
+            read = read_source(name)
+            source = read.text
             found = check_source(source, name)
             if args.fix or args.diff:
                 try:
@@ -996,11 +1031,11 @@ def main(argv=None):
                     print(doctor_fix.unified_diff(name, source, fixed), end="")
                     continue
                 if done:
-                    write_atomically(Path(name), fixed)
+                    write_atomically(read, fixed)
                     what = ", ".join(f"{line} {code}" for line, code in done)
                     print(f"fixed: {name}: {what}", file=sys.stderr)
                     found = check_source(fixed, name)
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as e:
+        except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError) as e:
             unreadable += 1
             print(f"error: {name}: {why_unchecked(e)}", file=sys.stderr)
             continue
@@ -1021,20 +1056,85 @@ def uses_accelerate(source):
     )
 
 
-def write_atomically(path, text):
-    """The fixed file replaces the old one whole (a temporary file beside it, then a rename), keeping its mode."""
-    tmp = path.with_name(f".{path.name}.doctor-fix.tmp")
+def physical_lines(source):
+    """The source's lines as Python numbers them: split at \\n, \\r\\n and \\r only (str.splitlines also
+    splits at a form feed, which Python reads as whitespace, and every later line number was off by one)."""
+    return re.split(r"\r\n|\r|\n", source)
+
+
+class NotRegular(OSError):
+    """A FIFO, socket or device named *.py: opening a FIFO waits for a writer, forever."""
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    text: str  # decoded as Python decodes it, newlines as they are in the file
+    raw: bytes
+    encoding: str  # tokenize's: 'utf-8-sig' for a BOM, a coding cookie's codec
+    mtime_ns: int
+
+
+def read_source(name):
+    """A file as Python itself reads it (a BOM, a coding cookie), its bytes kept to compare before a write.
+    Only regular files: anything else is refused before it is opened."""
+    if not stat.S_ISREG(os.stat(name).st_mode):
+        raise NotRegular(0, "not a regular file")
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):  # swapped for a FIFO after the stat
+            raise NotRegular(0, "not a regular file")
+        raw = f.read()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    return Source(name, raw.decode(encoding), raw, encoding, info.st_mtime_ns)
+
+
+class ChangedSinceRead(OSError):
+    pass
+
+
+def write_atomically(read, text):
+    """Replace a file whole with its fixed text, never harming anything else: the bytes are encoded as the file
+    was (a BOM, a coding cookie's codec; newlines are the text's own), written to a new file of a random name
+    created exclusively beside the target (a link planted there cannot redirect it), given the target's
+    permissions, and renamed over the target; through a symbolic link the target is fixed and the link kept.
+    A file that changed since it was read (an editor saved it during the fix) is left as it is: an error."""
+    target = os.path.realpath(read.path)
+    data = text.encode(read.encoding)
+    info = os.stat(target)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{os.path.basename(target)}.", suffix=".doctor-fix", dir=os.path.dirname(target)
+    )
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.chmod(tmp, path.stat().st_mode)
-        os.replace(tmp, path)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), stat.S_IMODE(info.st_mode))
+            try:
+                os.fchown(
+                    f.fileno(), info.st_uid, info.st_gid
+                )  # root fixing a user's file keeps its owner
+            except PermissionError:
+                pass  # not root: the file was the user's own anyway
+        with open(target, "rb") as f:  # as late as can be: the next step is the rename
+            now, mtime = f.read(), os.fstat(f.fileno()).st_mtime_ns
+        if now != read.raw or mtime != read.mtime_ns:
+            raise ChangedSinceRead(0, "it changed since doctor read it; nothing written: run again")
+        os.replace(tmp, target)
     finally:
-        tmp.unlink(missing_ok=True)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def why_unchecked(e):
     """One line on why a file could not be analysed, naming what to do."""
-    if isinstance(e, (OSError, UnicodeDecodeError)):
+    if isinstance(e, ChangedSinceRead):
+        return e.strerror
+    if isinstance(e, NotRegular):
+        return "is not a regular file (a FIFO, socket or device): skipped, not opened"
+    if isinstance(e, (OSError, UnicodeError)):
         return f"cannot read it ({getattr(e, 'strerror', None) or e}): pass a Python file"
     if isinstance(e, RecursionError):  # a valid file nested deeper than ast can walk
         return "is nested too deeply for Python's ast to analyse (a very long expression)"
@@ -1057,6 +1157,8 @@ def python_files(names):
             yield name
             continue
         for file in sorted(path.rglob("*.py")):
+            if not file.is_file():  # a FIFO or a socket named *.py: skipped, never opened
+                continue
             parts = file.relative_to(path).parts[:-1]
             skipped = any(
                 part.startswith(".")
