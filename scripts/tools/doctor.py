@@ -1,13 +1,17 @@
 """Find the silent mistakes of distributed PyTorch training in any Python script: a static check, nothing runs.
 
-    python scripts/tools/doctor.py train.py [more.py ...]
-    python scripts/tools/doctor.py --explain DDL105
-    python scripts/tools/doctor.py --diff train.py     # the mechanical fixes, as a diff; --fix writes them
+    ddp-doctor train.py [more.py | a directory ...]    # or: python scripts/tools/doctor.py ...
+    ddp-doctor --explain DDL105
+    ddp-doctor --diff train.py     # the mechanical fixes, as a diff; --fix writes them
+    ddp-doctor --select DDL1 --ignore DDL113 --output-format sarif --statistics src/
 
-One finding a line, as flake8 prints them, so editors and CI read them: `path:line:col: CODE message (guide)`.
-Exit code 0 when nothing was found, 1 when something was, 2 when a file cannot be read or parsed. The rules, one
-small AST visitor each (the shape of TorchFix's rules), are listed by --explain without a code; each names the
-fix and the section of guides/your-script.md that shows it. The checker reads the code as written: it knows
+One finding a line, as flake8 and ruff print them, so editors and CI read them: `path:line:col: CODE message
+(guide)`; --output-format json, github (workflow annotations) or sarif (2.1.0, for code scanning) instead. A
+`[tool.ddp-doctor]` section (select, ignore) in the checked project's nearest pyproject.toml sets the codes;
+--select and --ignore replace its values. `# noqa: CODE` on a line silences that exact code there. Exit code 0
+when nothing was found, 1 when something was, 2 on bad input (a file that cannot be read or parsed, a bad
+option or section), with one `error:` line each. The rules are listed by --explain without a code; each names
+the fix and the section of guides/your-script.md that shows it. The checker reads the code as written: it knows
 names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), not types, so a helper that hides a
 collective behind another name is not seen.
 """
@@ -23,6 +27,10 @@ import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import doctor_output
+
+__version__ = "0.2.0"
 
 GUIDE = "guides/your-script.md"
 COLLECTIVES = {
@@ -234,6 +242,7 @@ RULES = {
     ),
 }
 CONTEXT_MANAGERS = {"no_sync", "accumulate", "autocast", "device", "device_index"}
+FIXABLE = {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"}  # the codes doctor_fix rewrites
 
 
 @dataclass(frozen=True)
@@ -242,7 +251,8 @@ class Finding:
     line: int
     col: int
     code: str
-    # False where the mechanical rewrite would change what some path through the program does: reported only
+    # whether --fix rewrites it: False for the rules it does not fix, and where the rewrite would change what
+    # some path through the program does (reported only)
     fixable: bool = field(default=True, compare=False)
 
     def __str__(self):
@@ -406,6 +416,7 @@ class Checker(ast.NodeVisitor):
         return True
 
     def add(self, node, code, fixable=True):
+        fixable = fixable and code in FIXABLE
         self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable))
 
     def generic_visit(self, node):
@@ -949,11 +960,13 @@ def check_source(source, path="<string>"):
         checker.add(first, "DDL113")
     lines = physical_lines(source)
 
-    def suppressed(finding):  # flake8's noqa comment, bare or with codes, on the finding's line
+    def suppressed(finding):  # a noqa comment, bare or with codes, on the finding's line
         match = NOQA.search(lines[finding.line - 1]) if finding.line <= len(lines) else None
-        return match is not None and (
-            not match.group("codes") or finding.code in match.group("codes").upper()
-        )
+        if match is None or not match.group("codes"):
+            return match is not None
+        return finding.code in re.split(
+            r"[,\s]+", match.group("codes").upper()
+        )  # as ruff: exact codes
 
     return sorted(
         {f for f in checker.found if not suppressed(f)}, key=lambda f: (f.line, f.col, f.code)
@@ -967,11 +980,17 @@ def explain(code):
     return f"{code}: {what}\n\n{why}\n\nFix: {fix}.\nMore: {GUIDE}#{anchor}"
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one `error:` line and exit 2, not argparse's usage block
+        print(f"error: {message}: ddp-doctor --help lists the options", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = Parser(
+        prog="ddp-doctor", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("files", nargs="*", help="Python files to check")
+    p.add_argument("files", nargs="*", help="Python files or directories to check")
     p.add_argument(
         "--explain",
         nargs="?",
@@ -988,6 +1007,21 @@ def main(argv=None):
     p.add_argument(
         "--diff", action="store_true", help="print --fix's changes as a unified diff, write nothing"
     )
+    p.add_argument(
+        "--select",
+        metavar="CODES",
+        help="report only these codes or prefixes (DDL1,DDL107); replaces [tool.ddp-doctor] select",
+    )
+    p.add_argument(
+        "--ignore",
+        metavar="CODES",
+        help="never report these codes or prefixes; replaces [tool.ddp-doctor] ignore",
+    )
+    p.add_argument("--output-format", choices=doctor_output.FORMATS, default="text")
+    p.add_argument(
+        "--statistics", action="store_true", help="one line per code with its count, no findings"
+    )
+    p.add_argument("--version", action="version", version=f"ddp-doctor {__version__}")
     args = p.parse_args(argv)
     if args.explain is not None:
         code = args.explain.upper() or None
@@ -999,7 +1033,16 @@ def main(argv=None):
         print(explain(code))
         return 0
     if not args.files:
-        print("error: no file given: python scripts/tools/doctor.py train.py", file=sys.stderr)
+        print("error: no file given: ddp-doctor train.py", file=sys.stderr)
+        return 2
+    try:
+        command_line = {
+            key: doctor_output.parse_prefixes(value, RULES, f"--{key}")
+            for key, value in (("select", args.select), ("ignore", args.ignore))
+            if value is not None
+        }
+    except doctor_output.ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     if args.fix or args.diff:
         try:
@@ -1007,12 +1050,20 @@ def main(argv=None):
         except ImportError as e:
             print(f"error: --fix and --diff need libcst ({e}): make install", file=sys.stderr)
             return 2
-    unreadable, findings, changed = 0, 0, 0
+    unreadable, findings, changed = 0, [], 0
     for name in python_files(args.files):
         try:
+            config = {**doctor_output.project_config(name, RULES)[0], **command_line}
+
+            def check(text, name=name, config=config):
+                chosen = config.get("select", []), config.get("ignore", [])
+                return [
+                    f for f in check_source(text, name) if doctor_output.selected(f.code, *chosen)
+                ]
+
             read = read_source(name)
             source = read.text
-            found = check_source(source, name)
+            found = check(source)
             if args.fix or args.diff:
                 try:
                     fixed, done = doctor_fix.fix_source(source, found, uses_accelerate(source))
@@ -1034,14 +1085,23 @@ def main(argv=None):
                     write_atomically(read, fixed)
                     what = ", ".join(f"{line} {code}" for line, code in done)
                     print(f"fixed: {name}: {what}", file=sys.stderr)
-                    found = check_source(fixed, name)
+                    found = check(fixed)
+        except doctor_output.ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError) as e:
             unreadable += 1
             print(f"error: {name}: {why_unchecked(e)}", file=sys.stderr)
             continue
-        findings += len(found)
-        for finding in found:
-            print(finding)
+        findings += found
+        if args.output_format == "text" and not args.statistics:
+            print(
+                doctor_output.render(found, RULES, GUIDE, "text", __version__), end="", flush=True
+            )
+    if args.statistics:
+        print(doctor_output.statistics(findings, RULES), end="")
+    elif args.output_format != "text" and not args.diff:
+        print(doctor_output.render(findings, RULES, GUIDE, args.output_format, __version__), end="")
     if args.diff:
         return (
             2 if unreadable else (1 if changed else 0)

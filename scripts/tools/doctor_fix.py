@@ -19,10 +19,9 @@ import difflib
 import re
 
 import libcst as cst
-from doctor import physical_lines
+from doctor import FIXABLE, physical_lines
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-FIXABLE = {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"}
 # torch.cuda.amp's positional parameters, which torch.amp's signatures take in another place (after the device)
 POSITIONAL = {
     "autocast": ["enabled", "dtype", "cache_enabled"],
