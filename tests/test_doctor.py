@@ -157,6 +157,23 @@ CASES = {
         "dist.barrier()\nmodel.module.load_state_dict(torch.load(args.save))\n"
         "dist.destroy_process_group()\n",
     ),
+    "DDL123": (
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x, y in loader:\n"
+        "    F.cross_entropy(model(x), y, reduction='sum').backward()\n",
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x, y in loader:\n    F.cross_entropy(model(x), y).backward()\n",
+    ),
+    "DDL124": (
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"
+        "test_loss = sum(loss_fn(model(x), y).item() for x, y in test_loader)\n"
+        "if dist.get_rank() == 0:\n    print(test_loss)\ndist.destroy_process_group()\n",
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"
+        "test_loss = sum(loss_fn(model(x), y) for x, y in test_loader)\ndist.all_reduce(test_loss)\n"
+        "if dist.get_rank() == 0:\n    print(test_loss)\ndist.destroy_process_group()\n",
+    ),
 }
 
 

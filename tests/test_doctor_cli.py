@@ -129,8 +129,9 @@ def test_github_output_is_one_workflow_command_per_finding(capsys, three):
     lines = out.splitlines()
     assert code == 1 and len(lines) == 3
     assert lines[1].startswith(
-        f"::error title=ddp-doctor (DDL107),file={three},line=4,col=1::{three}:4:1: DDL107 torch.save"
+        f"::error title=ddp-doctor (DDL107),file={three},line=4,col=1::{three}:4:1: DDL107 one file"
     )
+    assert "`rank %25 ngpus_per_node" in lines[1]  # % is escaped: the runner reads %XX as an escape
 
 
 def test_sarif_output_has_the_fields_sarif_2_1_0_requires(capsys, three, tmp_path, monkeypatch):

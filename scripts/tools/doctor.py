@@ -55,6 +55,8 @@ COLLECTIVES = {
     "wait_for_everyone",
     "pad_across_processes",
 }
+# a file name made from the rank is one file per process: nothing is overwritten
+PER_RANK = re.compile(r"rank|process_index|gpu_id|worker_id", re.I)
 # `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
 RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main", "gpu_id")
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
@@ -109,11 +111,14 @@ RULES = {
         "into the wrapped model only, not into the plain model of your inference code.",
     ),
     "DDL107": (
-        "torch.save on every rank",
-        "save under `if rank == 0:` (or accelerator.is_main_process)",
+        "one file written on every rank (torch.save, save_pretrained, to_csv, json.dump), or once per node",
+        "write under `if rank == 0:` (or accelerator.is_main_process), not `rank % ngpus_per_node == 0`",
         "11-save-from-rank-0-without-the-module-prefix",
         "Every process runs the same code: without a guard, N processes write the same file at once (a "
-        "torn file on a shared disk) or N copies.",
+        "torn file on a shared disk) or N copies. A library's save is no different (a model's "
+        "save_pretrained without is_main_process=, a DataFrame's to_csv, json.dump). `rank % ngpus_per_node "
+        "== 0` picks one process on every node: as soon as two nodes share a file system they write the "
+        "same path at once. A file name made from the rank (one file per process) is not reported.",
     ),
     "DDL108": (
         "a collective inside a block only some ranks enter",
@@ -240,6 +245,25 @@ RULES = {
         "load a missing, partial or previous file (a FileNotFoundError at best, last epoch's weights at "
         "worst).",
     ),
+    "DDL123": (
+        "a training loss summed (reduction='sum') under DDP or Accelerate, not scaled by the world size",
+        "multiply the loss by the world size (dist.get_world_size(), accelerator.num_processes), or use "
+        "reduction='mean' and the learning rate that goes with it",
+        "5-wrap-the-model-in-ddp",
+        "DDP (and Accelerate) average the gradients over the processes. With a mean loss that is the mean "
+        "over the global batch, as one process would compute it; with a summed loss each process's gradient "
+        "is a sum over its own share, and the average is 1/world_size of the sum the plain script stepped "
+        "with: every step is world_size times smaller, silently. An evaluation's sum (then all-reduced and "
+        "divided) is not reported.",
+    ),
+    "DDL124": (
+        "a validation metric logged by one rank without a reduction, while the evaluation data is sharded",
+        "all_reduce the sums (and counts) first, or gather_for_metrics under Accelerate, then log",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "With a DistributedSampler (or a prepared loader) on the evaluation set, each process evaluates its "
+        "own share: rank 0's loss or accuracy is that of 1/world_size of the set, printed as the whole "
+        "set's. The ranks' sums and counts must be reduced before the division.",
+    ),
 }
 CONTEXT_MANAGERS = {"no_sync", "accumulate", "autocast", "device", "device_index"}
 FIXABLE = {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"}  # the codes doctor_fix rewrites
@@ -289,9 +313,55 @@ def is_true(node):
 
 
 def mentions_rank(test):
-    """Whether an `if` test picks some ranks: rank == 0, is_main, accelerator.is_main_process, local_rank != 0 ..."""
+    """Whether an `if` test picks some ranks: rank == 0, is_main, accelerator.is_main_process, local_rank != 0 ...
+    Not `rank != -1` / `local_rank == -1`: -1 is the launchers' "not distributed", so every rank is on one side."""
+    if isinstance(test, ast.BoolOp):
+        return any(mentions_rank(value) for value in test.values)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.Gt))
+        and ast.unparse(test.comparators[0]) == "-1"
+    ):
+        return False
     text = ast.unparse(test).lower()
     return any(word in text for word in RANK_WORDS)
+
+
+def shuffles_true(value):
+    """`{"shuffle": True, ...}` or `dict(shuffle=True, ...)`."""
+    if isinstance(value, ast.Dict):
+        return any(
+            isinstance(k, ast.Constant) and k.value == "shuffle" and is_true(v)
+            for k, v in zip(value.keys, value.values)
+        )
+    return (
+        isinstance(value, ast.Call)
+        and dotted(value.func) == "dict"
+        and is_true(keyword(value, "shuffle"))
+    )
+
+
+def per_node(test):
+    """`rank % ngpus_per_node == 0`: one process on every node, not one in the whole job."""
+    return any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Mod)
+        and "rank" in ast.unparse(n.left).lower()
+        and "local" not in ast.unparse(n.left).lower()
+        for n in ast.walk(test)
+    )
+
+
+def returns_unless(statement):
+    """`if not is_main: return` (or `if rank != 0: return`): what follows it runs on the selected ranks only."""
+    return (
+        isinstance(statement, ast.If)
+        and mentions_rank(statement.test)
+        and not per_node(statement.test)
+        and not statement.orelse
+        and isinstance(statement.body[-1], (ast.Return, ast.Continue))
+    )
 
 
 class Checker(ast.NodeVisitor):
@@ -375,6 +445,60 @@ class Checker(ast.NodeVisitor):
                         t for a, t in zip(args, target_names) if "model" in a.lower()
                     )
 
+    @property
+    def shuffling_dicts(self):
+        """Names of dicts that hold shuffle=True: `{"shuffle": True}`, `dict(shuffle=True)`, `d["shuffle"] = True`,
+        and those updated from one (`train_kwargs.update(cuda_kwargs)`, pytorch/examples' mnist)."""
+        if hasattr(self, "_shuffling"):
+            return self._shuffling
+        found, updates = set(), []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign) and shuffles_true(node.value):
+                found.update(dotted(t) for t in node.targets)
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Subscript)
+                and ast.unparse(node.targets[0].slice) in ("'shuffle'", '"shuffle"')
+                and is_true(node.value)
+            ):
+                found.add(dotted(node.targets[0].value))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "update" and node.args:
+                    if shuffles_true(node.args[0]):
+                        found.add(dotted(node.func.value))
+                    updates.append((dotted(node.func.value), dotted(node.args[0])))
+        for _ in updates:  # a chain of updates: one more link each pass
+            found.update(target for target, source in updates if source in found)
+        self._shuffling = found - {""}
+        return self._shuffling
+
+    def one_file_written(self, call, name, callee):
+        """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
+        json.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
+        process to the library (`save_pretrained(..., is_main_process=...)`, `save_function=`)."""
+        if callee == "save" and name in ("torch.save", "save"):
+            return (call.args[1:2] or [keyword(call, "f")])[0]
+        if callee == "save_pretrained" and isinstance(call.func, ast.Attribute):
+            if keyword(call, "is_main_process") is None and keyword(call, "save_function") is None:
+                return (call.args[:1] or [keyword(call, "save_directory")])[0]
+        if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
+            given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
+            return next((value for value in given if value is not None), None)
+        if name == "json.dump" and len(call.args) > 1:
+            handle = dotted(call.args[1])
+            for parent in self.parents_of(call):
+                for item in getattr(parent, "items", []) if isinstance(parent, ast.With) else []:
+                    opened = item.context_expr
+                    if (
+                        dotted(item.optional_vars) == handle
+                        and isinstance(opened, ast.Call)
+                        and dotted(opened.func) == "open"
+                        and opened.args
+                    ):
+                        return opened.args[0]
+            return call.args[1]
+        return None
+
     def never_none(self, value):
         """Whether a DataLoader's `sampler=` is a sampler on every path: a call, or a name that every
         assignment in the module binds to a call (not `... if distributed else None`, not a parameter)."""
@@ -416,8 +540,31 @@ class Checker(ast.NodeVisitor):
         return True
 
     def add(self, node, code, fixable=True):
+        if code == "DDL102" and self.old_api_fallback(node):
+            return
         fixable = fixable and code in FIXABLE
         self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable))
+
+    def old_api_fallback(self, node):
+        """Whether a torch.cuda.amp use is the fallback for an older torch, after the new API was tried:
+        `try: from torch.amp import GradScaler` / `except ImportError: from torch.cuda.amp import GradScaler`,
+        or the else branch of `if hasattr(torch, "amp"):` or of a torch version check. --fix once rewrote it into
+        the call that failed."""
+        child = node
+        for parent in self.parents_of(node):
+            if isinstance(parent, ast.ExceptHandler):
+                tried = ast.unparse(ast.Module(body=self.parent[parent].body, type_ignores=[]))
+                if "torch.amp" in tried or "from torch import amp" in tried:
+                    return True
+            if (
+                isinstance(parent, ast.If)
+                and child in parent.orelse
+                or isinstance(parent, ast.IfExp)
+                and child is parent.orelse
+            ) and re.search(r"amp|version|torch", ast.unparse(parent.test), re.I):
+                return True  # `if hasattr(torch, "amp"): ... else:`, `... if TORCH_GE_2_4 else ...`
+            child = parent
+        return False
 
     def generic_visit(self, node):
         self.stack.append(node)
@@ -427,9 +574,13 @@ class Checker(ast.NodeVisitor):
     def guarded(self, node, seen=()):
         """Under a rank check, or in a function of this module whose every call is (recursively): the
         pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves."""
+        child = node
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and mentions_rank(parent.test):
+                return not per_node(parent.test)
+            if isinstance(child, ast.stmt) and any(map(returns_unless, siblings(self, child)[0])):
                 return True
+            child = parent
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = self.calls.get(parent.name, [])
                 if not calls or parent.name in seen:
@@ -539,12 +690,14 @@ class Checker(ast.NodeVisitor):
         callee = last(name)
         if callee == "DataParallel":
             self.add(node, "DDL103")
-        if (
-            callee == "DataLoader"
-            and is_true(keyword(node, "shuffle"))
-            and keyword(node, "sampler") is not None
-        ):  # where the sampler may be None, dropping shuffle=True would drop the order of that run
-            self.add(node, "DDL104", fixable=self.never_none(keyword(node, "sampler")))
+        if callee == "DataLoader" and keyword(node, "sampler") is not None:
+            if is_true(keyword(node, "shuffle")):
+                # where the sampler may be None, dropping shuffle=True would drop the order of that run
+                self.add(node, "DDL104", fixable=self.never_none(keyword(node, "sampler")))
+            elif any(
+                k.arg is None and dotted(k.value) in self.shuffling_dicts for k in node.keywords
+            ):  # DataLoader(ds, sampler=s, **loader_kwargs): the dict's shuffle, reported only
+                self.add(node, "DDL104", fixable=False)
         if callee == "DistributedSampler" and not self.set_epoch_called and self.shuffles(node):
             self.add(node, "DDL105")
         if callee == "save" and name in ("torch.save", "save"):
@@ -556,8 +709,14 @@ class Checker(ast.NodeVisitor):
                 ):  # `.module` of a model wrapped on some paths only fails on the others
                     unwrap = self.uses_accelerate or owner not in self.conditional_wraps
                     self.add(node, "DDL106", fixable=unwrap)
-            if (self.distributed or self.uses_accelerate) and not self.guarded(node):
-                self.add(node, "DDL107")
+        path = self.one_file_written(node, name, callee)
+        if (
+            path is not None
+            and (self.distributed or self.uses_accelerate)
+            and not PER_RANK.search(ast.unparse(path))
+            and not self.guarded(node)
+        ):
+            self.add(node, "DDL107")
         # a subgroup's collective is for its members only
         if (
             callee in COLLECTIVES
@@ -625,14 +784,7 @@ class Rule(ast.NodeVisitor):
         self.m.add(node, self.code)
 
     def function_of(self, node):
-        return next(
-            (
-                p
-                for p in self.m.parents_of(node)
-                if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ),
-            None,
-        )
+        return function_of(self.m, node)
 
 
 class ManagerAsStatement(Rule):
@@ -684,6 +836,15 @@ class GlobalRankAsDevice(Rule):
     def run(self):
         self.names = set()
         for node in ast.walk(self.m.tree):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Tuple)
+                and isinstance(node.targets[0], ast.Tuple)
+            ):  # rank, world_size = dist.get_rank(), dist.get_world_size(): element by element
+                for target, value in zip(node.targets[0].elts, node.value.elts):
+                    name = dotted(target)
+                    if name and "local" not in name.lower() and self.is_global(value, named=False):
+                        self.names.add(name)
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 if self.is_global(node.value, named=False):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -761,25 +922,63 @@ class GatherInEval(Rule):
                 ).startswith("test_")
             if isinstance(parent, ast.For) and EVAL_WORDS.search(ast.unparse(parent.iter)):
                 return True
-            if isinstance(parent, ast.With) and any(
-                last(
-                    dotted(
-                        item.context_expr.func
-                        if isinstance(item.context_expr, ast.Call)
-                        else item.context_expr
-                    )
-                )
-                in ("no_grad", "inference_mode")
-                for item in parent.items
-            ):
+            if no_grad(parent):
                 return True
         return False
 
 
+def no_grad(node):
+    """Whether a node is `with torch.no_grad():` or `with torch.inference_mode():`."""
+    return isinstance(node, ast.With) and any(
+        last(
+            dotted(
+                item.context_expr.func
+                if isinstance(item.context_expr, ast.Call)
+                else item.context_expr
+            )
+        )
+        in ("no_grad", "inference_mode")
+        for item in node.items
+    )
+
+
+def is_step(node):
+    """An optimizer step: `optimizer.step()`, `self.optim.step()`, `scaler.step(optimizer)`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "step"
+        and any("optim" in ast.unparse(n).lower() for n in [node.func.value, *node.args])
+    )
+
+
+def counts_micro_batches(test):
+    """`step % N == 0`, `(i + 1) % accum != 0`, `ni - last_opt_step >= accumulate`."""
+    modulo = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return modulo or "accum" in ast.unparse(test).lower()
+
+
+def steps_in(statements):
+    return any(is_step(n) for statement in statements for n in ast.walk(statement))
+
+
+def backward_in(statements):
+    """Whether the statements call backward (`loss.backward()`, `(loss / n).backward()`,
+    `accelerator.backward(loss)`)."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for statement in statements
+        for n in ast.walk(statement)
+    )
+
+
 class AccumulationWithoutNoSync(Rule):
-    """DDL119: an optimizer step under `if ... % N ...` (accumulation by hand) in a script that wraps its
-    model in DDP or prepares it with Accelerate, and never calls no_sync / accumulate nor sets
-    require_backward_grad_sync."""
+    """DDL119: gradient accumulation by hand in a script that wraps its model in DDP or prepares it with
+    Accelerate (or wraps it in another module: it reduces, reads the rank or unwraps `.module`), and never
+    calls no_sync / accumulate nor sets require_backward_grad_sync. The shapes: an optimizer step under
+    `if step % N == 0` or `if ni - last_opt_step >= accumulate`; `if (i + 1) % N != 0: continue` before the
+    step; a loss-scaler call that steps (`loss_scaler(loss, optimizer, update_grad=(i + 1) % N == 0)`, MAE's);
+    an inner loop of backwards over micro-batches with the step after it."""
 
     code = "DDL119"
 
@@ -787,28 +986,56 @@ class AccumulationWithoutNoSync(Rule):
         names = set(self.m.calls)
         source = ast.unparse(self.m.tree)
         wraps = bool(names & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
+        elsewhere = (
+            any("all_reduce" in n for n in names)
+            or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
+            or "model_without_ddp" in source
+        )
         if (
-            wraps
-            and not names & {"no_sync", "accumulate"}
+            (wraps or elsewhere)
+            and not names
+            & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
             and "require_backward_grad_sync" not in source
         ):
             super().run()
 
     def visit_If(self, node):
-        modulo = any(
-            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.test)
-        )
-        steps = modulo and any(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "step"
-            and "optim" in dotted(n.func.value).lower()
-            for statement in node.body
-            for n in ast.walk(statement)
-        )
-        if steps:
+        if counts_micro_batches(node.test):
+            _, after = siblings(self.m, node)
+            if steps_in(node.body):
+                self.add(node)
+            elif isinstance(node.body[-1], ast.Continue) and steps_in(after):
+                self.add(node)  # `if (i + 1) % N != 0: continue`, then the step
+        self.generic_visit(node)
+
+    def visit_Call(self, node):
+        update = keyword(node, "update_grad")
+        if update is not None and counts_micro_batches(update):
             self.add(node)
         self.generic_visit(node)
+
+    def visit_For(self, node):
+        outer = self.m.parent.get(node)
+        _, after = siblings(self.m, node)
+        if (
+            isinstance(outer, (ast.For, ast.While))
+            and backward_in(node.body)
+            and not steps_in(node.body)
+            and steps_in(after)
+        ):
+            self.add(node)  # for micro in chunks: loss.backward() ... then optimizer.step()
+        self.generic_visit(node)
+
+
+def siblings(checker, statement):
+    """(the statements before `statement` in its block, those after it)."""
+    parent = checker.parent.get(statement)
+    for part in ("body", "orelse", "finalbody"):
+        block = getattr(parent, part, None)
+        if isinstance(block, list) and statement in block:
+            i = block.index(statement)
+            return block[:i], block[i + 1 :]
+    return [], []
 
 
 MODEL_NAMES = re.compile(r"(^|_)(model|net|network|module)$", re.I)
@@ -848,16 +1075,12 @@ class ClipScaledGradients(Rule):
         """Whether an earlier statement of the clip's own block backpropagates a scaled loss
         (`scaler.scale(loss).backward()`): the AMP branch, not the fp32 one beside it."""
         statement = next(p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt))
-        block = self.m.parent.get(statement)
-        for part in ("body", "orelse", "finalbody"):
-            siblings = getattr(block, part, [])
-            if statement in siblings:
-                return any(
-                    isinstance(n, ast.Call) and last(dotted(n.func)) == "scale"
-                    for s in siblings[: siblings.index(statement)]
-                    for n in ast.walk(s)
-                )
-        return False
+        before, _ = siblings(self.m, statement)
+        return any(
+            isinstance(n, ast.Call) and last(dotted(n.func)) == "scale"
+            for s in before
+            for n in ast.walk(s)
+        )
 
 
 WRITERS = {"save": 1, "save_file": 1, "save_pretrained": 0, "save_model": 1}
@@ -921,6 +1144,191 @@ class ReadWithoutBarrier(Rule):
         return ("write" if table is WRITERS else "read"), ast.unparse(args[0])
 
 
+WORLD_SIZE = re.compile(r"world_size|get_world_size|num_processes|WORLD_SIZE|num_replicas", re.I)
+
+
+class SummedLoss(Rule):
+    """DDL123: a training loss with reduction="sum" in a script that wraps its model in DDP or prepares it with
+    Accelerate, and nowhere multiplies a loss by the world size. Not an evaluation's sum (an eval function,
+    under no_grad, or `.item()` at once): a summed metric is what an all_reduce then divides."""
+
+    code = "DDL123"
+
+    def run(self):
+        wraps = (
+            bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
+        )
+        if wraps and backward_in(self.m.tree.body) and not self.scaled():
+            super().run()
+
+    def scaled(self):
+        """A statement about a loss that multiplies by the world size: `loss = f(x) * world_size`,
+        `loss *= accelerator.num_processes`."""
+        for node in ast.walk(self.m.tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                sides = node.left, node.right
+            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult):
+                sides = node.target, node.value
+            else:
+                continue
+            statement = next(p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt))
+            if any(WORLD_SIZE.search(ast.unparse(side)) for side in sides) and (
+                "loss" in ast.unparse(statement).lower()
+            ):
+                return True
+        return False
+
+    def visit_Call(self, node):
+        reduction = keyword(node, "reduction")
+        if isinstance(reduction, ast.Constant) and reduction.value == "sum":
+            function = self.function_of(node)
+            parent = self.m.parent.get(node)
+            evaluation = (
+                function is not None
+                and EVAL_WORDS.search(function.name)
+                or any(no_grad(p) for p in self.m.parents_of(node))
+                or isinstance(parent, ast.Attribute)
+                and parent.attr == "item"
+            )
+            if not evaluation:
+                self.add(node)
+        self.generic_visit(node)
+
+
+LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
+EVAL_METRIC = re.compile(
+    r"^(val|valid|validation|test|eval)_?[a-z_]*(loss|acc|accuracy|metric|score|f1|ppl|perplexity)",
+    re.I,
+)
+
+
+class UnreducedEvalLog(Rule):
+    """DDL124: a validation metric (val_loss, test_acc, ...) printed or logged under a rank check, in a script
+    whose evaluation data is sharded (a DistributedSampler or prepare() on an eval loader), where the value is
+    never reduced: not passed to a collective, not made by a call that reduces or gathers, not returned by a
+    function of this module that does (or by one defined elsewhere, which doctor cannot read)."""
+
+    code = "DDL124"
+
+    def run(self):
+        if not self.m.distributed or not self.eval_sharded():
+            return
+        self.defined = {
+            n.name: n
+            for n in ast.walk(self.m.tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self.assigned = {}
+        self.reduced = set()
+        for node in ast.walk(self.m.tree):
+            if isinstance(node, ast.Call) and reduces(node):
+                self.reduced.update(dotted(a) for a in node.args)
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        self.assigned.setdefault(dotted(t), []).append(node.value)
+        # what is made from a reduced value is reduced: `losses = gather_for_metrics(...)`, then
+        # `test_loss += losses.sum().item()`; one more link of the chain each pass
+        for _ in range(len(self.assigned)):
+            more = {
+                name
+                for name, values in self.assigned.items()
+                if name not in self.reduced
+                and any(
+                    isinstance(n, ast.Call)
+                    and reduces(n)
+                    or isinstance(n, (ast.Name, ast.Attribute))
+                    and dotted(n) in self.reduced
+                    for value in values
+                    for n in ast.walk(value)
+                )
+            }
+            if not more:
+                break
+            self.reduced |= more
+        super().run()
+
+    def eval_sharded(self):
+        for node in ast.walk(self.m.tree):
+            if isinstance(node, ast.Call) and last(dotted(node.func)) in (
+                "DistributedSampler",
+                "prepare",
+            ):
+                statement = next(
+                    p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt)
+                )
+                if EVAL_WORDS.search(ast.unparse(statement)):
+                    return True
+        return False
+
+    def unreduced(self, name):
+        values = self.assigned.get(name, [])
+        if not values or name in self.reduced:
+            return False
+        for value in values:
+            if any(isinstance(n, ast.Call) and reduces(n) for n in ast.walk(value)):
+                return False
+            for call in outer_calls(
+                value
+            ):  # `evaluate(model)`, not the per-batch calls of a generator
+                callee = last(dotted(call.func))
+                function = self.defined.get(callee)
+                if function is None and callee not in BUILTIN_CALLS:
+                    return False  # defined in another module: it may reduce
+                if function is not None and any(
+                    isinstance(n, ast.Call) and reduces(n) for n in ast.walk(function)
+                ):
+                    return False
+        return True
+
+    def visit_Call(self, node):
+        callee = last(dotted(node.func))
+        main_only = dotted(node.func).startswith(("accelerator.", "self.accelerator."))
+        if callee in LOGGERS and (main_only or self.m.guarded(node)):
+            shown = [*node.args, *(k.value for k in node.keywords)]
+            names = {
+                dotted(n)
+                for arg in shown
+                for n in ast.walk(arg)
+                if isinstance(n, (ast.Name, ast.Attribute)) and EVAL_METRIC.search(last(dotted(n)))
+            }
+            if any(self.unreduced(name) for name in names):
+                self.add(node)
+        self.generic_visit(node)
+
+
+BUILTIN_CALLS = {
+    "float",
+    "int",
+    "sum",
+    "len",
+    "round",
+    "item",
+    "mean",
+    "tensor",
+    "zeros",
+    "max",
+    "min",
+}
+
+
+def outer_calls(node):
+    """The calls in an expression outside its comprehensions and generators."""
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.Lambda)):
+        return
+    if isinstance(node, ast.Call):
+        yield node
+    for child in ast.iter_child_nodes(node):
+        yield from outer_calls(child)
+
+
+def reduces(call):
+    """A call that combines the ranks' values: all_reduce, reduce, gather, gather_for_metrics, reduce_mean ..."""
+    callee = last(dotted(call.func)).lower()
+    return "reduce" in callee or "gather" in callee
+
+
 RULE_CLASSES = [
     ManagerAsStatement,
     UnseededSplit,
@@ -930,7 +1338,21 @@ RULE_CLASSES = [
     WholeModelSave,
     ClipScaledGradients,
     ReadWithoutBarrier,
+    SummedLoss,
+    UnreducedEvalLog,
 ]
+
+
+def function_of(checker, node):
+    """The function around a node (None at module level)."""
+    return next(
+        (
+            p
+            for p in checker.parents_of(node)
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ),
+        None,
+    )
 
 
 def check_source(source, path="<string>"):
@@ -940,15 +1362,15 @@ def check_source(source, path="<string>"):
     checker.visit(tree)
     for rule in RULE_CLASSES:
         rule(checker).run()
-    sides = {}
-    for _, condition, polarity in checker.barriers:
+    sides, checks = {}, {}
+    for node, condition, polarity in checker.barriers:
         sides.setdefault(condition, set()).add(polarity)
-    for (
-        node,
-        condition,
-        _,
-    ) in checker.barriers:  # `if not is_main: barrier()` ... `if is_main: barrier()` is fine
-        if len(sides[condition]) < 2:
+        checks.setdefault(function_of(checker, node), set()).add((condition, polarity))
+    for node, condition, _ in checker.barriers:
+        # `if not is_main: barrier()` ... `if is_main: barrier()` is fine; so are two checks that differ in one
+        # function, `if local_rank not in [-1, 0]: barrier()` / yield / `if local_rank == 0: barrier()`
+        # (yolov5's torch_distributed_zero_first): each rank takes one of the two
+        if len(sides[condition]) < 2 and len(checks[function_of(checker, node)]) < 2:
             checker.add(node, "DDL108")
     calls = {last(dotted(n.func)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     if "init_process_group" in calls and "destroy_process_group" not in calls:
