@@ -80,6 +80,24 @@ def test_an_edit_saved_during_the_fix_is_kept_and_the_fix_refused(tmp_path, caps
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temporary file left
 
 
+def test_a_fix_that_cannot_be_written_is_one_error_line_and_the_file_stays(
+    tmp_path, capsys, monkeypatch
+):
+    """A read-only directory or a full disk: said as a write error (not 'cannot read it'), nothing changed."""
+    train = tmp_path / "train.py"
+    train.write_text(BAD_LOADER)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(doctor.tempfile, "mkstemp", refused)
+    code, out, err = fix(capsys, train)
+    assert code == 2 and err == (
+        f"error: {train}: cannot write the fix beside it (Permission denied); nothing written\n"
+    )
+    assert train.read_text() == BAD_LOADER
+
+
 def test_crlf_line_endings_are_kept_on_every_line(tmp_path, capsys):
     train = tmp_path / "train.py"
     train.write_bytes(BAD_LOADER.replace("\n", "\r\n").encode())

@@ -1576,6 +1576,10 @@ class ChangedSinceRead(OSError):
     pass
 
 
+class CannotWrite(OSError):
+    """The fix could not be written (a read-only directory, a full disk): the file is as it was."""
+
+
 def write_atomically(read, text):
     """Replace a file whole with its fixed text, never harming anything else: the bytes are encoded as the file
     was (a BOM, a coding cookie's codec; newlines are the text's own), written to a new file of a random name
@@ -1585,9 +1589,16 @@ def write_atomically(read, text):
     target = os.path.realpath(read.path)
     data = text.encode(read.encoding)
     info = os.stat(target)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(target)}.", suffix=".doctor-fix", dir=os.path.dirname(target)
-    )
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.",
+            suffix=".doctor-fix",
+            dir=os.path.dirname(target),
+        )
+    except OSError as e:
+        raise CannotWrite(
+            e.errno, f"cannot write the fix beside it ({e.strerror}); nothing written"
+        ) from e
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -1612,7 +1623,7 @@ def write_atomically(read, text):
 
 def why_unchecked(e):
     """One line on why a file could not be analysed, naming what to do."""
-    if isinstance(e, ChangedSinceRead):
+    if isinstance(e, (ChangedSinceRead, CannotWrite)):
         return e.strerror
     if isinstance(e, NotRegular):
         return "is not a regular file (a FIFO, socket or device): skipped, not opened"
