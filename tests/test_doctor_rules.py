@@ -283,3 +283,52 @@ def test_every_new_finding_is_reported_without_a_fix_that_changes_the_program():
     assert (
         doctor.check_source(fallback) == []
     )  # nothing for --fix to turn into the call that failed
+
+
+# name: (code, a script that imports what it uses under another name)
+ALIASED = {
+    "DDP imported as Wrap": (
+        "DDL112",
+        "from torch.nn.parallel import DistributedDataParallel as Wrap\n"
+        "model = Wrap(net, find_unused_parameters=True)\n",
+    ),
+    "a wrapped state_dict through the alias": (
+        "DDL106",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as Wrap\nmodel = Wrap(net)\n"
+        "if rank == 0:\n    torch.save(model.state_dict(), 'w.pt')\n",
+    ),
+    "a collective imported under another name": (
+        "DDL108",
+        "from torch.distributed import all_reduce as sum_over_ranks\nif rank == 0:\n"
+        "    sum_over_ranks(t)\n",
+    ),
+    "torch.distributed under a name of its own": (
+        "DDL108",
+        "import torch.distributed as comm\nif comm.get_rank() == 0:\n    comm.all_reduce(t)\n",
+    ),
+    "torch.save imported as persist": (
+        "DDL107",
+        "import torch.distributed as dist\nfrom torch import save as persist\n"
+        "dist.init_process_group()\npersist(net.state_dict(), 'w.pt')\ndist.destroy_process_group()\n",
+    ),
+    "a sampler imported under another name": (
+        "DDL105",
+        "from torch.utils.data import DataLoader\nfrom torch.utils.data.distributed import "
+        "DistributedSampler as Shard\nsampler = Shard(train_set)\n"
+        "loader = DataLoader(train_set, sampler=sampler)\nfor epoch in range(3):\n"
+        "    for x in loader:\n        step(x)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALIASED))
+def test_names_are_read_as_their_imports_make_them(name):
+    """Qualified names (issue 33, item 1): whatever the script calls an import, the rule sees what it is."""
+    code, source = ALIASED[name]
+    assert code in [f.code for f in doctor.check_source(source)], name
+
+
+def test_a_name_bound_again_after_its_import_is_the_scripts_own():
+    _, source = ALIASED["a collective imported under another name"]
+    shadowed = source.replace("\nif rank == 0:", "\nsum_over_ranks = print\nif rank == 0:")
+    assert shadowed != source and doctor.check_source(shadowed) == []

@@ -12,8 +12,8 @@ One finding a line, as flake8 and ruff print them, so editors and CI read them: 
 when nothing was found, 1 when something was, 2 on bad input (a file that cannot be read or parsed, a bad
 option or section), with one `error:` line each. The rules are listed by --explain without a code; each names
 the fix and the section of guides/your-script.md that shows it. The checker reads the code as written: it knows
-names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), not types, so a helper that hides a
-collective behind another name is not seen.
+names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), each read as its import makes it (an
+alias is resolved), not types, so a helper that hides a collective behind another name is not seen.
 """
 
 import argparse
@@ -653,7 +653,9 @@ class Checker(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         name = dotted(node)
-        if name.startswith("torch.cuda.amp.") and name.count(".") == 3:
+        if hasattr(node, "qualified_from"):
+            pass  # an imported name, resolved: its import is reported
+        elif name.startswith("torch.cuda.amp.") and name.count(".") == 3:
             self.add(node, "DDL102")
         if name in (
             "apex.parallel.DistributedDataParallel",
@@ -721,7 +723,8 @@ class Checker(ast.NodeVisitor):
         if (
             callee in COLLECTIVES
             and (
-                name.startswith(("dist.", "torch.distributed.", "accelerator.")) or "." not in name
+                name.startswith(("dist.", "torch.distributed.", "accelerator.", "accelerate."))
+                or "." not in name
             )
             and self.under_rank_check()
             and keyword(node, "group") is None
@@ -1343,6 +1346,51 @@ RULE_CLASSES = [
 ]
 
 
+class Qualify(ast.NodeTransformer):
+    """Names read as what their imports make them, the way libcst's QualifiedNameProvider resolves them:
+    after `from torch.nn.parallel import DistributedDataParallel as Wrap`, `Wrap(model)` is read as
+    `torch.nn.parallel.DistributedDataParallel(model)`; after `import torch.distributed as d`, `d.barrier()` is
+    `torch.distributed.barrier()`; after `from torch import save as persist`, `persist(...)` is `torch.save(...)`.
+    Every rule then matches the qualified name, whatever the script called it. A name bound again after its
+    import (an assignment, a parameter, a def) keeps its own meaning; relative imports are left as they are."""
+
+    def visit_Module(self, node):
+        self.imported, rebound = {}, set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Import):
+                for alias in n.names:
+                    if (
+                        alias.asname
+                    ):  # `import torch.distributed as dist`; `import torch` names itself
+                        self.imported[alias.asname] = alias.name
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                for alias in n.names:
+                    if alias.name != "*":
+                        self.imported[alias.asname or alias.name] = f"{n.module}.{alias.name}"
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                rebound.add(n.id)
+            elif isinstance(n, ast.arg):
+                rebound.add(n.arg)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                rebound.add(n.name)
+        for name in rebound:
+            self.imported.pop(name, None)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        qualified = self.imported.get(node.id) if isinstance(node.ctx, ast.Load) else None
+        if qualified is None:
+            return node
+        parts = qualified.split(".")
+        new = ast.Name(id=parts[0], ctx=ast.Load())
+        for part in parts[1:]:
+            new = ast.Attribute(value=new, attr=part, ctx=ast.Load())
+        for n in ast.walk(new):
+            ast.copy_location(n, node)
+        new.qualified_from = node.id  # DDL102 is reported at the import, not again at every use
+        return new
+
+
 def function_of(checker, node):
     """The function around a node (None at module level)."""
     return next(
@@ -1357,7 +1405,7 @@ def function_of(checker, node):
 
 def check_source(source, path="<string>"):
     """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse."""
-    tree = ast.parse(source, filename=path)
+    tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
     checker.visit(tree)
     for rule in RULE_CLASSES:
