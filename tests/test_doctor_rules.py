@@ -332,3 +332,11 @@ def test_a_name_bound_again_after_its_import_is_the_scripts_own():
     _, source = ALIASED["a collective imported under another name"]
     shadowed = source.replace("\nif rank == 0:", "\nsum_over_ranks = print\nif rank == 0:")
     assert shadowed != source and doctor.check_source(shadowed) == []
+
+
+def test_every_code_is_one_rule_class_and_every_class_one_code():
+    """Issue 33, item 1: the registry is the list of classes; each owns one code (14 codes once shared one
+    visitor)."""
+    owners = [cls.code for cls in doctor.RULE_CLASSES]
+    assert sorted(owners) == sorted(doctor.RULES) and len(set(owners)) == len(owners)
+    assert all(cls.__doc__ and cls.__doc__.startswith(cls.code) for cls in doctor.RULE_CLASSES)

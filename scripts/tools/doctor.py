@@ -364,10 +364,12 @@ def returns_unless(statement):
     )
 
 
-class Checker(ast.NodeVisitor):
+class Checker:
+    """The facts about one module that the rules share: its parent map, call sites, wrapped models,
+    samplers, prepared schedulers; and the findings."""
+
     def __init__(self, path, tree):
         self.path, self.tree, self.found = path, tree, []
-        self.stack = []  # enclosing nodes
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
         names = {last(dotted(c.func)) for c in calls}
         self.uses_accelerate = "Accelerator" in names
@@ -566,11 +568,6 @@ class Checker(ast.NodeVisitor):
             child = parent
         return False
 
-    def generic_visit(self, node):
-        self.stack.append(node)
-        super().generic_visit(node)
-        self.stack.pop()
-
     def guarded(self, node, seen=()):
         """Under a rank check, or in a function of this module whose every call is (recursively): the
         pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves."""
@@ -596,74 +593,72 @@ class Checker(ast.NodeVisitor):
                 yield parent
             child, parent = parent, self.parent.get(parent)
 
-    def under_rank_check(self):
-        """Inside the body (not the test) of an `if` that picks some ranks."""
-        return self.rank_check() is not None
 
-    def rank_check(self):
-        """(condition, polarity) of the innermost `if` that picks some ranks around this node, or None. The
-        condition is written without a leading `not`; polarity is False in its else branch or under `not`."""
-        found = None
-        for parent, child in zip(self.stack, self.stack[1:] + [None]):
+# Every rule is one class, the way TorchFix writes its visitors: `Rule.run` visits the module with the facts
+# the Checker gathered (its parent map, call sites, wrapped names) and reports its one code. RULE_CLASSES, at
+# the end, is the registry.
+class Rule:
+    """One code. `begin` looks at the module (False: nothing to visit), then `visit_<NodeType>` is called for
+    every node of that type in one walk shared by all the rules (run_rules), then `end`."""
+
+    code = ""
+
+    def __init__(self, checker):
+        self.m = checker
+
+    def begin(self):
+        return True
+
+    def end(self):
+        pass
+
+    def add(self, node, fixable=True):
+        self.m.add(node, self.code, fixable)
+
+    def function_of(self, node):
+        return function_of(self.m, node)
+
+    def rank_check(self, node):
+        """(condition, polarity) of the innermost `if` around `node` (in its body or else, not its test) that
+        picks some ranks, or None. The condition is written without a leading `not`; polarity is False in the
+        else branch or under `not`."""
+        child, parent = node, self.m.parent.get(node)
+        while parent is not None:
             if (
                 isinstance(parent, ast.If)
-                and mentions_rank(parent.test)
                 and child is not parent.test
+                and mentions_rank(parent.test)
             ):
                 test, polarity = parent.test, child not in parent.orelse
                 if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                     test, polarity = test.operand, not polarity
-                found = (ast.unparse(test), polarity)
-        return found
+                return ast.unparse(test), polarity
+            child, parent = parent, self.m.parent.get(parent)
+        return None
 
-    def loops(self):
-        """The enclosing for/while loops, innermost last, within the enclosing function."""
-        out = []
-        for node in self.stack:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out = []
-            elif isinstance(node, (ast.For, ast.While)):
-                out.append(node)
-        return out
+    def innermost_loop(self, node):
+        """The innermost for/while loop around `node` within its function, or None."""
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None
+            if isinstance(parent, (ast.For, ast.While)):
+                return parent
+        return None
+
+
+class DeprecatedLauncher(Rule):
+    """DDL101: torch.distributed.launch imported or run, or a --local_rank argument parsed, in a script that
+    does not read LOCAL_RANK from the environment."""
+
+    code = "DDL101"
 
     def visit_ImportFrom(self, node):
-        module = node.module or ""
-        if (
-            module.startswith("torch.distributed.launch")
-            or module == "apex"
-            and any(a.name == "amp" for a in node.names)
-            or module.startswith("apex.amp")
-        ):
-            self.add(node, "DDL101" if "launch" in module else "DDL102")
-        if module == "torch.cuda.amp":
-            self.add(node, "DDL102")
-        if module in ("torch.nn", "torch.nn.parallel") and any(
-            a.name == "DataParallel" for a in node.names
-        ):
-            pass  # the import alone is not a use; the call is reported
-        self.generic_visit(node)
+        if (node.module or "").startswith("torch.distributed.launch"):
+            self.add(node)
 
     def visit_Import(self, node):
-        for alias in node.names:
-            if alias.name.startswith("torch.distributed.launch"):
-                self.add(node, "DDL101")
-            if alias.name in ("apex.amp",) or alias.name.startswith("torch.cuda.amp"):
-                self.add(node, "DDL102")
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node):
-        name = dotted(node)
-        if hasattr(node, "qualified_from"):
-            pass  # an imported name, resolved: its import is reported
-        elif name.startswith("torch.cuda.amp.") and name.count(".") == 3:
-            self.add(node, "DDL102")
-        if name in (
-            "apex.parallel.DistributedDataParallel",
-            "amp.initialize",
-            "apex.amp.initialize",
-        ):
-            self.add(node, "DDL102")
-        self.generic_visit(node)
+        if any(alias.name.startswith("torch.distributed.launch") for alias in node.names):
+            self.add(node)
 
     def visit_Constant(self, node):
         if isinstance(node.value, str) and node.value in (
@@ -671,8 +666,8 @@ class Checker(ast.NodeVisitor):
             "--local-rank",
             "torch.distributed.launch",
         ):
-            parent = self.stack[-1] if self.stack else None
-            if node.value.startswith("--local") and self.reads_local_rank:
+            parent = self.m.parent.get(node)
+            if node.value.startswith("--local") and self.m.reads_local_rank:
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
             elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
                 "add_argument",
@@ -682,112 +677,249 @@ class Checker(ast.NodeVisitor):
                 "check_call",
                 "check_output",
             ):
-                self.add(node, "DDL101")
+                self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
-                self.add(node, "DDL101")
-        self.generic_visit(node)
+                self.add(node)
+
+
+class DeprecatedAmp(Rule):
+    """DDL102: torch.cuda.amp (imported or spelled out) and NVIDIA APEX's amp and DDP; not the old-torch
+    fallback after torch.amp was tried (Checker.add leaves those out)."""
+
+    code = "DDL102"
+
+    def visit_ImportFrom(self, node):
+        module = node.module or ""
+        apex = module == "apex" and any(a.name == "amp" for a in node.names)
+        if apex or module.startswith("apex.amp") or module == "torch.cuda.amp":
+            self.add(node)
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            if alias.name in ("apex.amp",) or alias.name.startswith("torch.cuda.amp"):
+                self.add(node)
+
+    def visit_Attribute(self, node):
+        name = dotted(node)
+        if hasattr(node, "qualified_from"):
+            pass  # an imported name, resolved: its import is reported
+        elif name.startswith("torch.cuda.amp.") and name.count(".") == 3:
+            self.add(node)
+        if name in (
+            "apex.parallel.DistributedDataParallel",
+            "amp.initialize",
+            "apex.amp.initialize",
+        ):
+            self.add(node)
+
+
+class CallRule(Rule):
+    """A rule that looks at calls: `check(call, name, callee)` with the call's qualified name and its last
+    part."""
 
     def visit_Call(self, node):
         name = dotted(node.func)
-        callee = last(name)
+        self.check(node, name, last(name))
+
+    def check(self, call, name, callee):
+        raise NotImplementedError
+
+
+class DataParallelUse(CallRule):
+    """DDL103: nn.DataParallel (the import alone is not a use)."""
+
+    code = "DDL103"
+
+    def check(self, call, name, callee):
         if callee == "DataParallel":
-            self.add(node, "DDL103")
-        if callee == "DataLoader" and keyword(node, "sampler") is not None:
-            if is_true(keyword(node, "shuffle")):
-                # where the sampler may be None, dropping shuffle=True would drop the order of that run
-                self.add(node, "DDL104", fixable=self.never_none(keyword(node, "sampler")))
-            elif any(
-                k.arg is None and dotted(k.value) in self.shuffling_dicts for k in node.keywords
-            ):  # DataLoader(ds, sampler=s, **loader_kwargs): the dict's shuffle, reported only
-                self.add(node, "DDL104", fixable=False)
-        if callee == "DistributedSampler" and not self.set_epoch_called and self.shuffles(node):
-            self.add(node, "DDL105")
-        if callee == "save" and name in ("torch.save", "save"):
-            saved = node.args[0] if node.args else None
-            if isinstance(saved, ast.Call) and last(dotted(saved.func)) == "state_dict":
-                owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
-                if (
-                    owner in self.wrapped
-                ):  # `.module` of a model wrapped on some paths only fails on the others
-                    unwrap = self.uses_accelerate or owner not in self.conditional_wraps
-                    self.add(node, "DDL106", fixable=unwrap)
-        path = self.one_file_written(node, name, callee)
+            self.add(call)
+
+
+class ShuffleWithSampler(CallRule):
+    """DDL104: DataLoader(shuffle=True, sampler=...), the shuffle given as a keyword or through a kwargs dict.
+    --fix drops the keyword only where the sampler is one on every path."""
+
+    code = "DDL104"
+
+    def check(self, call, name, callee):
+        if callee != "DataLoader" or keyword(call, "sampler") is None:
+            return
+        if is_true(keyword(call, "shuffle")):
+            # where the sampler may be None, dropping shuffle=True would drop the order of that run
+            self.add(call, fixable=self.m.never_none(keyword(call, "sampler")))
+        elif any(
+            k.arg is None and dotted(k.value) in self.m.shuffling_dicts for k in call.keywords
+        ):  # DataLoader(ds, sampler=s, **loader_kwargs): the dict's shuffle, reported only
+            self.add(call, fixable=False)
+
+
+class SamplerWithoutSetEpoch(CallRule):
+    """DDL105: a training DistributedSampler in a module that never calls set_epoch."""
+
+    code = "DDL105"
+
+    def check(self, call, name, callee):
+        if callee == "DistributedSampler" and not self.m.set_epoch_called and self.m.shuffles(call):
+            self.add(call)
+
+
+class WrappedStateDict(CallRule):
+    """DDL106: torch.save(model.state_dict(), ...) where model is a DDP / DataParallel / prepared model.
+    --fix adds `.module` only where the wrap is unconditional (unwrap_model under Accelerate always)."""
+
+    code = "DDL106"
+
+    def check(self, call, name, callee):
+        saved = call.args[0] if call.args else None
+        if (
+            callee == "save"
+            and name in ("torch.save", "save")
+            and isinstance(saved, ast.Call)
+            and last(dotted(saved.func)) == "state_dict"
+        ):
+            owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
+            if (
+                owner in self.m.wrapped
+            ):  # `.module` of a model wrapped on some paths only fails on the others
+                unwrap = self.m.uses_accelerate or owner not in self.m.conditional_wraps
+                self.add(call, fixable=unwrap)
+
+
+class WriteOnEveryRank(CallRule):
+    """DDL107: one file written (torch.save, save_pretrained, to_csv, json.dump) with no guard that picks one
+    process in the job; not a file name made from the rank."""
+
+    code = "DDL107"
+
+    def check(self, call, name, callee):
+        path = self.m.one_file_written(call, name, callee)
         if (
             path is not None
-            and (self.distributed or self.uses_accelerate)
+            and (self.m.distributed or self.m.uses_accelerate)
             and not PER_RANK.search(ast.unparse(path))
-            and not self.guarded(node)
+            and not self.m.guarded(call)
         ):
-            self.add(node, "DDL107")
-        # a subgroup's collective is for its members only
+            self.add(call)
+
+
+class CollectiveUnderRankCheck(CallRule):
+    """DDL108: a collective under a rank check (not a subgroup's). A barrier is paired: one on each side of
+    the same check, or under two different checks of one function (torch_distributed_zero_first), is fine."""
+
+    code = "DDL108"
+
+    def begin(self):
+        self.barriers = []  # (node, condition, polarity)
+        return True
+
+    def end(self):
+        sides, checks = {}, {}
+        for node, condition, polarity in self.barriers:
+            sides.setdefault(condition, set()).add(polarity)
+            checks.setdefault(self.function_of(node), set()).add((condition, polarity))
+        for node, condition, _ in self.barriers:
+            if len(sides[condition]) < 2 and len(checks[self.function_of(node)]) < 2:
+                self.add(node)
+
+    def check(self, call, name, callee):
         if (
             callee in COLLECTIVES
             and (
                 name.startswith(("dist.", "torch.distributed.", "accelerator.", "accelerate."))
                 or "." not in name
             )
-            and self.under_rank_check()
-            and keyword(node, "group") is None
+            and keyword(call, "group") is None  # a subgroup's collective is for its members only
         ):
-            if callee in BARRIERS:
-                self.barriers.append((node, *self.rank_check()))
-            else:
-                self.add(node, "DDL108")
-        only = keyword(node, "weights_only")
+            check = self.rank_check(call)
+            if check is not None and callee in BARRIERS:
+                self.barriers.append((call, *check))
+            elif check is not None:
+                self.add(call)
+
+
+class UnsafeLoad(CallRule):
+    """DDL109: torch.load(..., weights_only=False); since torch 2.6 a bare load is weights_only=True."""
+
+    code = "DDL109"
+
+    def check(self, call, name, callee):
+        only = keyword(call, "weights_only")
         if name == "torch.load" and isinstance(only, ast.Constant) and only.value is False:
-            self.add(node, "DDL109")  # since torch 2.6 a bare load is weights_only=True
+            self.add(call)
+
+
+class BackwardUnderAccelerate(CallRule):
+    """DDL110: `loss.backward()` in an Accelerate script."""
+
+    code = "DDL110"
+
+    def check(self, call, name, callee):
         if (
             callee == "backward"
-            and self.uses_accelerate
-            and isinstance(node.func, ast.Attribute)
-            and last(dotted(node.func.value)) != "accelerator"
-            and not node.args
+            and self.m.uses_accelerate
+            and isinstance(call.func, ast.Attribute)
+            and last(dotted(call.func.value)) != "accelerator"
+            and not call.args
         ):
-            self.add(node, "DDL110")
+            self.add(call)
+
+
+class PreparedSchedulerPerEpoch(CallRule):
+    """DDL111: a scheduler passed to accelerator.prepare, stepped in the epoch loop itself (not in a loop over
+    batches or updates)."""
+
+    code = "DDL111"
+
+    def check(self, call, name, callee):
         if (
             callee == "step"
-            and isinstance(node.func, ast.Attribute)
-            and dotted(node.func.value) in self.prepared_schedulers
+            and isinstance(call.func, ast.Attribute)
+            and dotted(call.func.value) in self.m.prepared_schedulers
         ):
-            loops = (
-                self.loops()
-            )  # stepped in the epoch loop itself, not in a loop over batches or updates
-            innermost = loops[-1] if loops else None
-            if isinstance(innermost, ast.For) and "epoch" in ast.unparse(innermost.target).lower():
-                self.add(node, "DDL111")
+            loop = self.innermost_loop(call)
+            if isinstance(loop, ast.For) and "epoch" in ast.unparse(loop.target).lower():
+                self.add(call)
+
+
+class FindUnusedParameters(CallRule):
+    """DDL112: DistributedDataParallel(find_unused_parameters=True)."""
+
+    code = "DDL112"
+
+    def check(self, call, name, callee):
         if callee in ("DistributedDataParallel", "DDP") and is_true(
-            keyword(node, "find_unused_parameters")
+            keyword(call, "find_unused_parameters")
         ):
-            self.add(node, "DDL112")
+            self.add(call)
+
+
+class NoDestroyProcessGroup(Rule):
+    """DDL113: init_process_group in a module that never calls destroy_process_group."""
+
+    code = "DDL113"
+
+    def begin(self):
+        if "init_process_group" in self.m.calls and "destroy_process_group" not in self.m.calls:
+            self.add(self.m.calls["init_process_group"][0])  # the first in ast.walk's order
+        return False
+
+
+class DatasetLengthDenominator(CallRule):
+    """DDL114: len(loader.dataset) as a denominator in a script that shards its data and reduces nothing."""
+
+    code = "DDL114"
+
+    def check(self, call, name, callee):
         if (
             callee == "len"
-            and node.args
-            and isinstance(node.args[0], ast.Attribute)
-            and node.args[0].attr == "dataset"
-            and self.shards
-            and self.distributed
-            and not self.reduces
+            and call.args
+            and isinstance(call.args[0], ast.Attribute)
+            and call.args[0].attr == "dataset"
+            and self.m.shards
+            and self.m.distributed
+            and not self.m.reduces
         ):
-            self.add(node, "DDL114")
-        self.generic_visit(node)
-
-
-# The rules below are one class each, the way TorchFix writes its visitors: `Rule.run` visits the module
-# with the facts the Checker gathered (its parent map, call sites, wrapped names) and reports one code.
-class Rule(ast.NodeVisitor):
-    code = ""
-
-    def __init__(self, checker):
-        self.m = checker
-
-    def run(self):
-        self.visit(self.m.tree)
-
-    def add(self, node):
-        self.m.add(node, self.code)
-
-    def function_of(self, node):
-        return function_of(self.m, node)
+            self.add(call)
 
 
 class ManagerAsStatement(Rule):
@@ -806,7 +938,6 @@ class ManagerAsStatement(Rule):
                 name.startswith(("torch.", "accelerator.")) or name.endswith(".no_sync")
             ):
                 self.add(node)
-        self.generic_visit(node)
 
 
 class UnseededSplit(Rule):
@@ -821,7 +952,6 @@ class UnseededSplit(Rule):
             and keyword(node, "generator") is None
         ):
             self.add(node)
-        self.generic_visit(node)
 
 
 GLOBAL_RANK = re.compile(
@@ -836,7 +966,7 @@ class GlobalRankAsDevice(Rule):
 
     code = "DDL117"
 
-    def run(self):
+    def begin(self):
         self.names = set()
         for node in ast.walk(self.m.tree):
             if (
@@ -853,7 +983,7 @@ class GlobalRankAsDevice(Rule):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     names = [dotted(t) for t in targets]
                     self.names.update(n for n in names if n and "local" not in n.lower())
-        super().run()
+        return True
 
     def is_global(self, node, named=True):
         if named and dotted(node) in getattr(self, "names", ()):
@@ -880,7 +1010,6 @@ class GlobalRankAsDevice(Rule):
                 indexed.append(value)
         if any(self.is_global(value) for value in indexed):
             self.add(node)
-        self.generic_visit(node)
 
     def visit_JoinedStr(self, node):  # f"cuda:{rank}"
         parts = node.values
@@ -892,7 +1021,6 @@ class GlobalRankAsDevice(Rule):
                 and self.is_global(value.value)
             ):
                 self.add(node)
-        self.generic_visit(node)
 
 
 class GatherInEval(Rule):
@@ -911,7 +1039,6 @@ class GatherInEval(Rule):
             and self.in_eval(node)
         ):
             self.add(node)
-        self.generic_visit(node)
 
     def in_eval(self, node):
         function = self.function_of(node)
@@ -985,7 +1112,7 @@ class AccumulationWithoutNoSync(Rule):
 
     code = "DDL119"
 
-    def run(self):
+    def begin(self):
         names = set(self.m.calls)
         source = ast.unparse(self.m.tree)
         wraps = bool(names & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
@@ -994,13 +1121,12 @@ class AccumulationWithoutNoSync(Rule):
             or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
             or "model_without_ddp" in source
         )
-        if (
+        return bool(
             (wraps or elsewhere)
             and not names
             & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
             and "require_backward_grad_sync" not in source
-        ):
-            super().run()
+        )
 
     def visit_If(self, node):
         if counts_micro_batches(node.test):
@@ -1009,13 +1135,11 @@ class AccumulationWithoutNoSync(Rule):
                 self.add(node)
             elif isinstance(node.body[-1], ast.Continue) and steps_in(after):
                 self.add(node)  # `if (i + 1) % N != 0: continue`, then the step
-        self.generic_visit(node)
 
     def visit_Call(self, node):
         update = keyword(node, "update_grad")
         if update is not None and counts_micro_batches(update):
             self.add(node)
-        self.generic_visit(node)
 
     def visit_For(self, node):
         outer = self.m.parent.get(node)
@@ -1027,7 +1151,6 @@ class AccumulationWithoutNoSync(Rule):
             and steps_in(after)
         ):
             self.add(node)  # for micro in chunks: loss.backward() ... then optimizer.step()
-        self.generic_visit(node)
 
 
 def siblings(checker, statement):
@@ -1056,7 +1179,6 @@ class WholeModelSave(Rule):
             name = dotted(saved) if isinstance(saved, (ast.Name, ast.Attribute)) else ""
             if name and MODEL_NAMES.search(last(name)):
                 self.add(node)
-        self.generic_visit(node)
 
 
 class ClipScaledGradients(Rule):
@@ -1072,7 +1194,6 @@ class ClipScaledGradients(Rule):
         ):
             if self.m.uses_accelerate or "unscale_" not in self.m.calls and self.after_scale(node):
                 self.add(node)
-        self.generic_visit(node)
 
     def after_scale(self, node):
         """Whether an earlier statement of the clip's own block backpropagates a scaled loss
@@ -1097,9 +1218,12 @@ class ReadWithoutBarrier(Rule):
 
     code = "DDL122"
 
-    def run(self):
-        if not self.m.distributed:
-            return
+    def begin(self):
+        if self.m.distributed:
+            self.report()
+        return False
+
+    def report(self):
         writes, reads, barriers = [], [], []
         for node in ast.walk(self.m.tree):
             if not isinstance(node, ast.Call):
@@ -1157,12 +1281,11 @@ class SummedLoss(Rule):
 
     code = "DDL123"
 
-    def run(self):
+    def begin(self):
         wraps = (
             bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
         )
-        if wraps and backward_in(self.m.tree.body) and not self.scaled():
-            super().run()
+        return wraps and backward_in(self.m.tree.body) and not self.scaled()
 
     def scaled(self):
         """A statement about a loss that multiplies by the world size: `loss = f(x) * world_size`,
@@ -1195,7 +1318,6 @@ class SummedLoss(Rule):
             )
             if not evaluation:
                 self.add(node)
-        self.generic_visit(node)
 
 
 LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
@@ -1213,9 +1335,9 @@ class UnreducedEvalLog(Rule):
 
     code = "DDL124"
 
-    def run(self):
+    def begin(self):
         if not self.m.distributed or not self.eval_sharded():
-            return
+            return False
         self.defined = {
             n.name: n
             for n in ast.walk(self.m.tree)
@@ -1250,7 +1372,7 @@ class UnreducedEvalLog(Rule):
             if not more:
                 break
             self.reduced |= more
-        super().run()
+        return True
 
     def eval_sharded(self):
         for node in ast.walk(self.m.tree):
@@ -1298,7 +1420,6 @@ class UnreducedEvalLog(Rule):
             }
             if any(self.unreduced(name) for name in names):
                 self.add(node)
-        self.generic_visit(node)
 
 
 BUILTIN_CALLS = {
@@ -1333,6 +1454,20 @@ def reduces(call):
 
 
 RULE_CLASSES = [
+    DeprecatedLauncher,
+    DeprecatedAmp,
+    DataParallelUse,
+    ShuffleWithSampler,
+    SamplerWithoutSetEpoch,
+    WrappedStateDict,
+    WriteOnEveryRank,
+    CollectiveUnderRankCheck,
+    UnsafeLoad,
+    BackwardUnderAccelerate,
+    PreparedSchedulerPerEpoch,
+    FindUnusedParameters,
+    NoDestroyProcessGroup,
+    DatasetLengthDenominator,
     ManagerAsStatement,
     UnseededSplit,
     GlobalRankAsDevice,
@@ -1391,6 +1526,26 @@ class Qualify(ast.NodeTransformer):
         return new
 
 
+def run_rules(checker):
+    """Every rule over one module in one walk of its tree: each node goes to the visit_<its type> of every rule
+    whose begin() asked for the visits."""
+    active, handlers = [], {}
+    for cls in RULE_CLASSES:
+        rule = cls(checker)
+        if not rule.begin():
+            continue
+        active.append(rule)
+        for attr in dir(cls):
+            if attr.startswith("visit_"):
+                handlers.setdefault(attr[len("visit_") :], []).append(getattr(rule, attr))
+    if handlers:
+        for node in ast.walk(checker.tree):
+            for handler in handlers.get(type(node).__name__, ()):
+                handler(node)
+    for rule in active:
+        rule.end()
+
+
 def function_of(checker, node):
     """The function around a node (None at module level)."""
     return next(
@@ -1407,27 +1562,7 @@ def check_source(source, path="<string>"):
     """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse."""
     tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
-    checker.visit(tree)
-    for rule in RULE_CLASSES:
-        rule(checker).run()
-    sides, checks = {}, {}
-    for node, condition, polarity in checker.barriers:
-        sides.setdefault(condition, set()).add(polarity)
-        checks.setdefault(function_of(checker, node), set()).add((condition, polarity))
-    for node, condition, _ in checker.barriers:
-        # `if not is_main: barrier()` ... `if is_main: barrier()` is fine; so are two checks that differ in one
-        # function, `if local_rank not in [-1, 0]: barrier()` / yield / `if local_rank == 0: barrier()`
-        # (yolov5's torch_distributed_zero_first): each rank takes one of the two
-        if len(sides[condition]) < 2 and len(checks[function_of(checker, node)]) < 2:
-            checker.add(node, "DDL108")
-    calls = {last(dotted(n.func)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    if "init_process_group" in calls and "destroy_process_group" not in calls:
-        first = next(
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
-        )
-        checker.add(first, "DDL113")
+    run_rules(checker)
     lines = physical_lines(source)
 
     def suppressed(finding):  # a noqa comment, bare or with codes, on the finding's line
