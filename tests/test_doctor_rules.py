@@ -238,6 +238,20 @@ PAIRS = {
         "            optimizer.step()\n            optimizer.zero_grad()\n"
         "    return dist.get_world_size()\n",
     ),
+    # -- DDL114: a reduce elsewhere in the file no longer hides the test's denominator; a progress line is
+    # -- not a metric ---------------------------------------------------------------------------------------
+    "a test sum divided by the whole set beside a training-loss reduce": (
+        "DDL114",
+        DDP_HEAD + "sampler = DistributedSampler(test_set, shuffle=False)\nsampler.set_epoch(0)\n"
+        "dist.all_reduce(train_loss)\ntest_loss = 0.0\nfor x, y in test_loader:\n"
+        "    test_loss += F.nll_loss(model(x), y, reduction='sum').item()\n"
+        "test_loss /= len(test_loader.dataset)\n" + DDP_TAIL,
+        DDP_HEAD + "sampler = DistributedSampler(test_set, shuffle=False)\nsampler.set_epoch(0)\n"
+        "dist.all_reduce(train_loss)\ntest_loss = torch.zeros(())\nfor x, y in test_loader:\n"
+        "    test_loss += F.nll_loss(model(x), y, reduction='sum')\ndist.all_reduce(test_loss)\n"
+        "test_loss /= len(test_loader.dataset)\n"
+        "print(f'[{seen}/{len(train_loader.dataset)}] loss {loss.item():.4f}')\n" + DDP_TAIL,
+    ),
     # -- a validation loss of one rank's shard, logged by rank 0 -------------------------------------------
     "validation loss logged by rank 0 without a reduction": (
         "DDL124",
@@ -340,3 +354,16 @@ def test_every_code_is_one_rule_class_and_every_class_one_code():
     owners = [cls.code for cls in doctor.RULE_CLASSES]
     assert sorted(owners) == sorted(doctor.RULES) and len(set(owners)) == len(owners)
     assert all(cls.__doc__ and cls.__doc__.startswith(cls.code) for cls in doctor.RULE_CLASSES)
+
+
+def test_a_progress_line_is_not_a_metric():
+    """DDL114 fired on `len(loader.dataset)` anywhere; only a division by it is a metric."""
+    source = (
+        DDP_HEAD + "sampler = DistributedSampler(train_set)\nsampler.set_epoch(0)\n"
+        "for i, (x, y) in enumerate(train_loader):\n"
+        "    print(f'[{i * len(x)}/{len(train_loader.dataset)}]')\n"
+        "    steps = len(train_loader.dataset) // batch_size\n" + DDP_TAIL
+    )
+    assert doctor.check_source(source) == []
+    divided = source.replace("// batch_size", "/ batch_size\n    acc = correct / len(x.dataset)")
+    assert [f.code for f in doctor.check_source(divided)] == ["DDL114"]

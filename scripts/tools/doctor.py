@@ -501,6 +501,12 @@ class Checker:
             return call.args[1]
         return None
 
+    @property
+    def reductions(self):
+        if not hasattr(self, "_reductions"):
+            self._reductions = Reductions(self.tree)
+        return self._reductions
+
     def never_none(self, value):
         """Whether a DataLoader's `sampler=` is a sampler on every path: a call, or a name that every
         assignment in the module binds to a call (not `... if distributed else None`, not a parameter)."""
@@ -904,22 +910,44 @@ class NoDestroyProcessGroup(Rule):
         return False
 
 
-class DatasetLengthDenominator(CallRule):
-    """DDL114: len(loader.dataset) as a denominator in a script that shards its data and reduces nothing."""
+class DatasetLengthDenominator(Rule):
+    """DDL114: `x / len(loader.dataset)` (or `x /= ...`) in a script that shards its data, where x is not
+    reduced: not passed to a collective nor made from a reduced value (Reductions). A module that reduces
+    nothing reports every such division; `len(loader.dataset)` outside a division (a progress line) is not
+    a metric."""
 
     code = "DDL114"
 
-    def check(self, call, name, callee):
-        if (
-            callee == "len"
-            and call.args
-            and isinstance(call.args[0], ast.Attribute)
-            and call.args[0].attr == "dataset"
-            and self.m.shards
-            and self.m.distributed
-            and not self.m.reduces
+    def begin(self):
+        return self.m.shards and self.m.distributed
+
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.Div):
+            self.check(node.left, node.right)
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.op, ast.Div):
+            self.check(node.target, node.value)
+
+    def check(self, numerator, denominator):
+        if not (
+            isinstance(denominator, ast.Call)
+            and last(dotted(denominator.func)) == "len"
+            and denominator.args
+            and isinstance(denominator.args[0], ast.Attribute)
+            and denominator.args[0].attr == "dataset"
         ):
-            self.add(call)
+            return
+        names = {dotted(n) for n in ast.walk(numerator) if isinstance(n, (ast.Name, ast.Attribute))}
+        reductions = self.m.reductions
+        unknown = (
+            not self.m.reduces
+        )  # a name this module does not assign: reduced only if it reduces
+        if not any(
+            reductions.maybe_reduced(n) or n not in reductions.assigned and not unknown
+            for n in names - {""}
+        ):
+            self.add(denominator)
 
 
 class ManagerAsStatement(Rule):
@@ -1336,16 +1364,50 @@ class UnreducedEvalLog(Rule):
     code = "DDL124"
 
     def begin(self):
-        if not self.m.distributed or not self.eval_sharded():
-            return False
+        return self.m.distributed and self.eval_sharded()
+
+    def eval_sharded(self):
+        for node in ast.walk(self.m.tree):
+            if isinstance(node, ast.Call) and last(dotted(node.func)) in (
+                "DistributedSampler",
+                "prepare",
+            ):
+                statement = next(
+                    p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt)
+                )
+                if EVAL_WORDS.search(ast.unparse(statement)):
+                    return True
+        return False
+
+    def visit_Call(self, node):
+        callee = last(dotted(node.func))
+        main_only = dotted(node.func).startswith(("accelerator.", "self.accelerator."))
+        if callee in LOGGERS and (main_only or self.m.guarded(node)):
+            shown = [*node.args, *(k.value for k in node.keywords)]
+            names = {
+                dotted(n)
+                for arg in shown
+                for n in ast.walk(arg)
+                if isinstance(n, (ast.Name, ast.Attribute)) and EVAL_METRIC.search(last(dotted(n)))
+            }
+            if any(self.m.reductions.assigned_unreduced(name) for name in names):
+                self.add(node)
+
+
+class Reductions:
+    """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
+    those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
+    reduced value (`test_loss += losses.sum().item()`). A value returned by a function of this module that
+    reduces, or by one defined elsewhere (which doctor cannot read), may be reduced."""
+
+    def __init__(self, tree):
         self.defined = {
             n.name: n
-            for n in ast.walk(self.m.tree)
+            for n in ast.walk(tree)
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-        self.assigned = {}
-        self.reduced = set()
-        for node in ast.walk(self.m.tree):
+        self.assigned, self.reduced, self.results = {}, set(), {}
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and reduces(node):
                 self.reduced.update(dotted(a) for a in node.args)
             if isinstance(node, (ast.Assign, ast.AugAssign)):
@@ -1353,9 +1415,9 @@ class UnreducedEvalLog(Rule):
                 for target in targets:
                     for t in target.elts if isinstance(target, ast.Tuple) else [target]:
                         self.assigned.setdefault(dotted(t), []).append(node.value)
-        # what is made from a reduced value is reduced: `losses = gather_for_metrics(...)`, then
-        # `test_loss += losses.sum().item()`; one more link of the chain each pass
-        for _ in range(len(self.assigned)):
+                        if isinstance(node, ast.Assign):  # `x = f(...)`, not `x += per_batch(...)`
+                            self.results.setdefault(dotted(t), []).append(node.value)
+        for _ in range(len(self.assigned)):  # one more link of the chain each pass
             more = {
                 name
                 for name, values in self.assigned.items()
@@ -1372,54 +1434,27 @@ class UnreducedEvalLog(Rule):
             if not more:
                 break
             self.reduced |= more
-        return True
 
-    def eval_sharded(self):
-        for node in ast.walk(self.m.tree):
-            if isinstance(node, ast.Call) and last(dotted(node.func)) in (
-                "DistributedSampler",
-                "prepare",
-            ):
-                statement = next(
-                    p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt)
-                )
-                if EVAL_WORDS.search(ast.unparse(statement)):
-                    return True
+    def maybe_reduced(self, name):
+        """Reduced, or made by a call that may reduce."""
+        if name in self.reduced:
+            return True
+        for value in self.results.get(name, []):
+            call = head_call(
+                value
+            )  # `evaluate(model)`, `float(evaluate(model))`, `evaluate(model).item()`
+            if call is None:
+                continue
+            function = self.defined.get(last(dotted(call.func)))
+            if function is None:
+                return True  # defined in another module: it may reduce
+            if any(isinstance(n, ast.Call) and reduces(n) for n in ast.walk(function)):
+                return True
         return False
 
-    def unreduced(self, name):
-        values = self.assigned.get(name, [])
-        if not values or name in self.reduced:
-            return False
-        for value in values:
-            if any(isinstance(n, ast.Call) and reduces(n) for n in ast.walk(value)):
-                return False
-            for call in outer_calls(
-                value
-            ):  # `evaluate(model)`, not the per-batch calls of a generator
-                callee = last(dotted(call.func))
-                function = self.defined.get(callee)
-                if function is None and callee not in BUILTIN_CALLS:
-                    return False  # defined in another module: it may reduce
-                if function is not None and any(
-                    isinstance(n, ast.Call) and reduces(n) for n in ast.walk(function)
-                ):
-                    return False
-        return True
-
-    def visit_Call(self, node):
-        callee = last(dotted(node.func))
-        main_only = dotted(node.func).startswith(("accelerator.", "self.accelerator."))
-        if callee in LOGGERS and (main_only or self.m.guarded(node)):
-            shown = [*node.args, *(k.value for k in node.keywords)]
-            names = {
-                dotted(n)
-                for arg in shown
-                for n in ast.walk(arg)
-                if isinstance(n, (ast.Name, ast.Attribute)) and EVAL_METRIC.search(last(dotted(n)))
-            }
-            if any(self.unreduced(name) for name in names):
-                self.add(node)
+    def assigned_unreduced(self, name):
+        """Assigned in this module, and not reduced on the way."""
+        return name in self.assigned and not self.maybe_reduced(name)
 
 
 BUILTIN_CALLS = {
@@ -1437,14 +1472,20 @@ BUILTIN_CALLS = {
 }
 
 
-def outer_calls(node):
-    """The calls in an expression outside its comprehensions and generators."""
-    if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.Lambda)):
-        return
-    if isinstance(node, ast.Call):
-        yield node
-    for child in ast.iter_child_nodes(node):
-        yield from outer_calls(child)
+def head_call(value):
+    """The call whose result a value is, through float(...), int(...), .item(), .mean() and the like; None for
+    anything else (arithmetic, a comprehension, a builtin over a generator)."""
+    while isinstance(value, ast.Call):
+        callee = last(dotted(value.func))
+        if callee not in BUILTIN_CALLS:
+            return value
+        if isinstance(value.func, ast.Attribute):  # x.item(), x.mean()
+            value = value.func.value
+        elif value.args:  # float(x), round(x)
+            value = value.args[0]
+        else:
+            return None
+    return None
 
 
 def reduces(call):
