@@ -225,6 +225,17 @@ PAIRS = {
         "            (model(micro).sum() / 4).backward()\n    (model(micros[-1]).sum() / 4).backward()\n"
         "    optimizer.step()\n    optimizer.zero_grad()\n" + DDP_TAIL,
     ),
+    "no_sync taken as a value, not called (accelerate's autoregressive accumulation)": (
+        "DDL119",
+        ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "for batches in groups:\n    for i, batch in enumerate(batches):\n"
+        "        accelerator.backward(model(batch).loss)\n    optimizer.step()\n",
+        ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "for batches in groups:\n    for i, batch in enumerate(batches):\n"
+        "        ctx = model.no_sync if i < len(batches) - 1 else contextlib.nullcontext\n"
+        "        with ctx():\n            accelerator.backward(model(batch).loss)\n"
+        "    optimizer.step()\n",
+    ),
     "a training loop whose DDP wrap is in another module": (
         "DDL119",
         "import torch.distributed as dist\ndef train_one_epoch(model, loader, optimizer, accum):\n"

@@ -1154,6 +1154,8 @@ class AccumulationWithoutNoSync(Rule):
             and not names
             & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
             and "require_backward_grad_sync" not in source
+            and ".no_sync"
+            not in source  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
         )
 
     def visit_If(self, node):
