@@ -124,6 +124,25 @@ PAIRS = {
         DDP_HEAD + "def save_model(model, path):\n    if dist.get_rank() != 0:\n        return\n"
         "    torch.save(model.module.state_dict(), path)\nsave_model(model, 'w.pt')\n" + DDP_TAIL,
     ),
+    "a save hook passed to accelerate is called where accelerate decides": (
+        "DDL107",
+        ACCELERATE_HEAD + "def save_model_hook(models, weights, output_dir):\n"
+        "    for model in models:\n        model.save_pretrained(output_dir)\n"
+        "save_model_hook(models, [], 'out')\n",
+        ACCELERATE_HEAD + "def save_model_hook(models, weights, output_dir):\n"
+        "    for model in models:\n        model.save_pretrained(output_dir)\n"
+        "accelerator.register_save_state_pre_hook(save_model_hook)\n",
+    ),
+    "one file per item of the rank's own work is not one file": (
+        "DDL107",
+        ACCELERATE_HEAD + "import json\nwith open(out / 'results.json', 'w') as f:\n"
+        "    json.dump(results, f)\n",
+        ACCELERATE_HEAD + "import json\nfor item in queue_items:\n    name = item.hash\n"
+        "    with (out / f'{name}.json').open('w') as f:\n        json.dump(item.caption, f)\n"
+        "    with open(out / f'{item.id}.txt', 'w') as g:\n        json.dump(item.text, g)\n"
+        "def test_config(tmp):\n    with open(tmp / 'c.json', 'w') as f:\n        json.dump({}, f)\n"
+        "json.dump(results, handle_from_elsewhere)\n",
+    ),
     # -- DDL107: every rank writing one file through a library call --------------------------------------
     "save_pretrained on every rank": (
         "DDL107",
@@ -194,15 +213,16 @@ PAIRS = {
     ),
     "the step inside a loss-scaler call": (
         "DDL119",
-        "import util.misc as misc\nfor it, (x, _) in enumerate(loader):\n"
-        "    loss = model(x) / accum_iter\n"
-        "    loss_scaler(loss, optimizer, update_grad=(it + 1) % accum_iter == 0)\n"
-        "    misc.all_reduce_mean(loss.item())\n",
-        "import util.misc as misc\nfor it, (x, _) in enumerate(loader):\n"
-        "    loss = model(x) / accum_iter\n    last = (it + 1) % accum_iter == 0\n"
-        "    with (contextlib.nullcontext() if last else model.no_sync()):\n"
-        "        loss_scaler(loss, optimizer, update_grad=last)\n"
-        "    misc.all_reduce_mean(loss.item())\n",
+        "import util.misc as misc\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+        "    for it, (x, _) in enumerate(loader):\n        loss = model(x) / accum_iter\n"
+        "        loss_scaler(loss, optimizer, update_grad=(it + 1) % accum_iter == 0)\n"
+        "        misc.all_reduce_mean(loss.item())\n",
+        "import util.misc as misc\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+        "    for it, (x, _) in enumerate(loader):\n        loss = model(x) / accum_iter\n"
+        "        last = (it + 1) % accum_iter == 0\n"
+        "        with (contextlib.nullcontext() if last else model.no_sync()):\n"
+        "            loss_scaler(loss, optimizer, update_grad=last)\n"
+        "        misc.all_reduce_mean(loss.item())\n",
     ),
     "`continue` until the last micro-batch": (
         "DDL119",
@@ -235,6 +255,17 @@ PAIRS = {
         "        ctx = model.no_sync if i < len(batches) - 1 else contextlib.nullcontext\n"
         "        with ctx():\n            accelerator.backward(model(batch).loss)\n"
         "    optimizer.step()\n",
+    ),
+    "a model made here and never wrapped all-reduces nothing": (
+        "DDL119",
+        "import torch.distributed as dist\ndef train_one_epoch(model, loader, optimizer, accum):\n"
+        "    for step, x in enumerate(loader):\n        (model(x).sum() / accum).backward()\n"
+        "        if (step + 1) % accum == 0:\n            optimizer.step()\n"
+        "    return dist.get_world_size()\n",
+        "import torch.distributed as dist\ndef main():\n    net = Net()\n"
+        "    for task in range(tasks):\n        for x in loader:\n"
+        "            (net(x).sum() / tasks).backward()\n        optimizer.step()\n"
+        "    return dist.get_world_size()\n",
     ),
     "a training loop whose DDP wrap is in another module": (
         "DDL119",

@@ -491,15 +491,27 @@ class Checker:
             for parent in self.parents_of(call):
                 for item in getattr(parent, "items", []) if isinstance(parent, ast.With) else []:
                     opened = item.context_expr
-                    if (
-                        dotted(item.optional_vars) == handle
-                        and isinstance(opened, ast.Call)
-                        and dotted(opened.func) == "open"
-                        and opened.args
-                    ):
-                        return opened.args[0]
-            return call.args[1]
+                    if dotted(item.optional_vars) != handle or not isinstance(opened, ast.Call):
+                        continue
+                    if dotted(opened.func) == "open" and opened.args:
+                        return opened.args[0]  # with open(path, "w") as f
+                    if isinstance(opened.func, ast.Attribute) and opened.func.attr == "open":
+                        return opened.func.value  # with path.open("w") as f
+            return None  # a handle from elsewhere: where it writes is not known here
         return None
+
+    @property
+    def passed_functions(self):
+        """Names of functions passed as an argument somewhere in the module (hooks, callbacks)."""
+        if not hasattr(self, "_passed"):
+            self._passed = {
+                a.id
+                for c in ast.walk(self.tree)
+                if isinstance(c, ast.Call)
+                for a in [*c.args, *(k.value for k in c.keywords)]
+                if isinstance(a, ast.Name)
+            }
+        return self._passed
 
     @property
     def reductions(self):
@@ -586,6 +598,8 @@ class Checker:
             child = parent
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = self.calls.get(parent.name, [])
+                if not calls and parent.name in self.passed_functions:
+                    return True  # a hook or callback (register_save_state_pre_hook(f)): its caller decides
                 if not calls or parent.name in seen:
                     return False
                 return all(self.guarded(call, (*seen, parent.name)) for call in calls)
@@ -793,7 +807,9 @@ class WrappedStateDict(CallRule):
 
 class WriteOnEveryRank(CallRule):
     """DDL107: one file written (torch.save, save_pretrained, to_csv, json.dump) with no guard that picks one
-    process in the job; not a file name made from the rank."""
+    process in the job; not a file name made from the rank. A library's write whose path is made from what
+    its loop binds (one file per item: each rank writes its own items) or inside a test_* function is not
+    reported either."""
 
     code = "DDL107"
 
@@ -803,9 +819,31 @@ class WriteOnEveryRank(CallRule):
             path is not None
             and (self.m.distributed or self.m.uses_accelerate)
             and not PER_RANK.search(ast.unparse(path))
+            and not (callee != "save" and (self.per_item(call, path) or self.in_test(call)))
             and not self.m.guarded(call)
         ):
             self.add(call)
+
+    def per_item(self, call, path):
+        used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return False
+            if isinstance(parent, (ast.For, ast.While)):
+                bound = {
+                    n.id
+                    for part in [getattr(parent, "target", None), *parent.body]
+                    if part is not None
+                    for n in ast.walk(part)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                }
+                if used & bound:
+                    return True
+        return False
+
+    def in_test(self, call):
+        function = self.function_of(call)
+        return function is not None and function.name.startswith("test_")
 
 
 class CollectiveUnderRankCheck(CallRule):
@@ -1149,6 +1187,7 @@ class AccumulationWithoutNoSync(Rule):
             or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
             or "model_without_ddp" in source
         )
+        self.wrapped_here = wraps
         return bool(
             (wraps or elsewhere)
             and not names
@@ -1157,6 +1196,16 @@ class AccumulationWithoutNoSync(Rule):
             and ".no_sync"
             not in source  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
         )
+
+    def add(self, node, fixable=True):
+        """Where the wrap is in another module, only in a function that is handed the model
+        (`train_one_epoch(model, ...)`, MAE's): a model made here and never wrapped all-reduces nothing."""
+        function = self.function_of(node)
+        handed = function is not None and any(
+            MODEL_NAMES.search(a.arg) for a in [*function.args.args, *function.args.kwonlyargs]
+        )
+        if self.wrapped_here or handed:
+            super().add(node, fixable)
 
     def visit_If(self, node):
         if counts_micro_batches(node.test):
@@ -1412,6 +1461,13 @@ class Reductions:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and reduces(node):
                 self.reduced.update(dotted(a) for a in node.args)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "extend")
+                and node.args
+            ):  # losses.append(accelerator.gather_for_metrics(loss)): losses is made from it
+                self.assigned.setdefault(dotted(node.func.value), []).append(node.args[0])
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
