@@ -370,7 +370,8 @@ class Checker:
 
     def __init__(self, path, tree):
         self.path, self.tree, self.found = path, tree, []
-        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        self.nodes = list(ast.walk(tree))  # one walk, read by every fact and every rule
+        calls = [n for n in self.nodes if isinstance(n, ast.Call)]
         names = {last(dotted(c.func)) for c in calls}
         self.uses_accelerate = "Accelerator" in names
         self.distributed = bool(
@@ -403,19 +404,17 @@ class Checker:
         self.prepared_schedulers = set()
         self.set_epoch_called = "set_epoch" in names
         self.reads_local_rank = any(
-            isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in ast.walk(tree)
+            isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in self.nodes
         )
         self.barriers = []  # (node, condition, polarity): a barrier on both sides of one rank check is a pair
-        self.parent = {
-            child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
-        }
+        self.parent = {child: node for node in self.nodes for child in ast.iter_child_nodes(node)}
         self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
         for call in calls:
             callee_name = last(dotted(call.func))
             if callee_name:
                 self.calls.setdefault(callee_name, []).append(call)
         self.conditional_wraps = set()  # wrapped on some paths only: `if ddp: model = DDP(model)`
-        for node in ast.walk(tree):
+        for node in self.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
                 branches = (node.value.body, node.value.orelse)  # model = DDP(m) if ddp else m
                 if any(
@@ -454,7 +453,7 @@ class Checker:
         if hasattr(self, "_shuffling"):
             return self._shuffling
         found, updates = set(), []
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Assign) and shuffles_true(node.value):
                 found.update(dotted(t) for t in node.targets)
             if (
@@ -501,12 +500,21 @@ class Checker:
         return None
 
     @property
+    def words(self):
+        """Every name and attribute the module reads or writes (`model_without_ddp`, `.no_sync`)."""
+        if not hasattr(self, "_words"):
+            self._words = {n.id for n in self.nodes if isinstance(n, ast.Name)} | {
+                n.attr for n in self.nodes if isinstance(n, ast.Attribute)
+            }
+        return self._words
+
+    @property
     def passed_functions(self):
         """Names of functions passed as an argument somewhere in the module (hooks, callbacks)."""
         if not hasattr(self, "_passed"):
             self._passed = {
                 a.id
-                for c in ast.walk(self.tree)
+                for c in self.nodes
                 if isinstance(c, ast.Call)
                 for a in [*c.args, *(k.value for k in c.keywords)]
                 if isinstance(a, ast.Name)
@@ -516,7 +524,7 @@ class Checker:
     @property
     def reductions(self):
         if not hasattr(self, "_reductions"):
-            self._reductions = Reductions(self.tree)
+            self._reductions = Reductions(self.nodes)
         return self._reductions
 
     def never_none(self, value):
@@ -527,7 +535,7 @@ class Checker:
         if not isinstance(value, ast.Name):
             return False
         values, parameter = [], False
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Assign) and any(dotted(t) == value.id for t in node.targets):
                 values.append(node.value)
             parameter = parameter or isinstance(node, ast.arg) and node.arg == value.id
@@ -545,10 +553,8 @@ class Checker:
         text = " ".join(names + [ast.unparse(a) for a in sampler.args[:1]])
         if EVAL_WORDS.search(text):
             return False
-        defined = {
-            n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
-        }
-        for call in (n for n in ast.walk(self.tree) if isinstance(n, ast.Call)):
+        defined = {n.name for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        for call in (n for n in self.nodes if isinstance(n, ast.Call)):
             passed = [*call.args, *(k.value for k in call.keywords)]
             callee = last(dotted(call.func))
             if (
@@ -1034,7 +1040,7 @@ class GlobalRankAsDevice(Rule):
 
     def begin(self):
         self.names = set()
-        for node in ast.walk(self.m.tree):
+        for node in self.m.nodes:
             if (
                 isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Tuple)
@@ -1058,6 +1064,16 @@ class GlobalRankAsDevice(Rule):
             return False  # rank % torch.cuda.device_count(): a local index, made from the rank
         if isinstance(node, ast.Call) and last(dotted(node.func)) in ("int", "str"):
             return bool(node.args) and self.is_global(node.args[0], named)
+        if not any(  # cheap first: nothing in it could name the global rank
+            isinstance(n, ast.Constant)
+            and n.value == "RANK"
+            or isinstance(n, ast.Attribute)
+            and n.attr in ("get_rank", "process_index")
+            or isinstance(n, ast.Name)
+            and n.id in ("get_rank", "process_index")
+            for n in ast.walk(node)
+        ):
+            return False
         text = ast.unparse(node)
         return bool(GLOBAL_RANK.search(text)) and "local" not in text.lower() and len(text) < 80
 
@@ -1180,21 +1196,21 @@ class AccumulationWithoutNoSync(Rule):
 
     def begin(self):
         names = set(self.m.calls)
-        source = ast.unparse(self.m.tree)
+        words = self.m.words
         wraps = bool(names & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
         elsewhere = (
             any("all_reduce" in n for n in names)
             or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
-            or "model_without_ddp" in source
+            or "model_without_ddp" in words
         )
         self.wrapped_here = wraps
         return bool(
             (wraps or elsewhere)
             and not names
             & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
-            and "require_backward_grad_sync" not in source
-            and ".no_sync"
-            not in source  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
+            and "require_backward_grad_sync" not in words
+            and "no_sync"
+            not in words  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
         )
 
     def add(self, node, fixable=True):
@@ -1304,7 +1320,7 @@ class ReadWithoutBarrier(Rule):
 
     def report(self):
         writes, reads, barriers = [], [], []
-        for node in ast.walk(self.m.tree):
+        for node in self.m.nodes:
             if not isinstance(node, ast.Call):
                 continue
             callee = last(dotted(node.func))
@@ -1369,7 +1385,7 @@ class SummedLoss(Rule):
     def scaled(self):
         """A statement about a loss that multiplies by the world size: `loss = f(x) * world_size`,
         `loss *= accelerator.num_processes`."""
-        for node in ast.walk(self.m.tree):
+        for node in self.m.nodes:
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
                 sides = node.left, node.right
             elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult):
@@ -1418,7 +1434,7 @@ class UnreducedEvalLog(Rule):
         return self.m.distributed and self.eval_sharded()
 
     def eval_sharded(self):
-        for node in ast.walk(self.m.tree):
+        for node in self.m.nodes:
             if isinstance(node, ast.Call) and last(dotted(node.func)) in (
                 "DistributedSampler",
                 "prepare",
@@ -1451,14 +1467,12 @@ class Reductions:
     reduced value (`test_loss += losses.sum().item()`). A value returned by a function of this module that
     reduces, or by one defined elsewhere (which doctor cannot read), may be reduced."""
 
-    def __init__(self, tree):
+    def __init__(self, nodes):
         self.defined = {
-            n.name: n
-            for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         self.assigned, self.reduced, self.results = {}, set(), {}
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Call) and reduces(node):
                 self.reduced.update(dotted(a) for a in node.args)
             if (
@@ -1638,7 +1652,7 @@ def run_rules(checker):
             if attr.startswith("visit_"):
                 handlers.setdefault(attr[len("visit_") :], []).append(getattr(rule, attr))
     if handlers:
-        for node in ast.walk(checker.tree):
+        for node in checker.nodes:
             for handler in handlers.get(type(node).__name__, ()):
                 handler(node)
     for rule in active:
