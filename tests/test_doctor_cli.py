@@ -206,3 +206,19 @@ def test_bad_input_is_one_error_line_and_exit_2(capsys, tmp_path, monkeypatch, a
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "", (argv, out)
     assert err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+
+
+def test_fix_rewrites_only_the_selected_codes(capsys, tmp_path):
+    """As ruff: --fix with --ignore (or a noqa) leaves that code's lines alone."""
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True, sampler=sampler)\n"
+        "sampler.set_epoch(0)\nscaler = torch.cuda.amp.GradScaler()\n"
+    )
+    train = tmp_path / "train.py"
+    train.write_text(source)
+    code, out, err = run(capsys, "--fix", "--ignore", "DDL104", train)
+    assert code == 0 and err == f"fixed: {train}: 6 DDL102\n", err
+    assert train.read_text() == source.replace(
+        "torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'
+    )
