@@ -157,6 +157,23 @@ CASES = {
         "dist.barrier()\nmodel.module.load_state_dict(torch.load(args.save))\n"
         "dist.destroy_process_group()\n",
     ),
+    "DDL123": (
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x, y in loader:\n"
+        "    F.cross_entropy(model(x), y, reduction='sum').backward()\n",
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x, y in loader:\n    F.cross_entropy(model(x), y).backward()\n",
+    ),
+    "DDL124": (
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"
+        "test_loss = sum(loss_fn(model(x), y).item() for x, y in test_loader)\n"
+        "if dist.get_rank() == 0:\n    print(test_loss)\ndist.destroy_process_group()\n",
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"
+        "test_loss = sum(loss_fn(model(x), y) for x, y in test_loader)\ndist.all_reduce(test_loss)\n"
+        "if dist.get_rank() == 0:\n    print(test_loss)\ndist.destroy_process_group()\n",
+    ),
 }
 
 
@@ -366,7 +383,9 @@ def test_files_doctor_cannot_analyse_are_one_line_each_and_the_rest_are_still_ch
     """Issue 23/26: a valid file with a 400-term `+` chain was a RecursionError traceback with exit 1 (which
     means findings); `good.py bad.py` stopped at bad.py without good.py's findings; a directory was refused; a
     null byte gave `file:None:0:`; Python 3.12 syntax was "not valid Python" without saying which parsed it."""
-    (tmp_path / "deep.py").write_text("x = " + " + ".join(['"a"'] * 400) + "\n")
+    # 400 terms are read since the rules share one iterative walk (issue 33); 1,000 still exceed ast's recursion
+    assert doctor.check_source("x = " + " + ".join(['"a"'] * 400) + "\n") == []
+    (tmp_path / "deep.py").write_text("x = " + " + ".join(['"a"'] * 1000) + "\n")
     (tmp_path / "null.py").write_bytes(b"import os\x00\n")
     (tmp_path / "py312.py").write_text("type Vector = list[float]\n")
     pkg = tmp_path / "pkg" / "sub"

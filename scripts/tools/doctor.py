@@ -1,24 +1,36 @@
 """Find the silent mistakes of distributed PyTorch training in any Python script: a static check, nothing runs.
 
-    python scripts/tools/doctor.py train.py [more.py ...]
-    python scripts/tools/doctor.py --explain DDL105
-    python scripts/tools/doctor.py --diff train.py     # the mechanical fixes, as a diff; --fix writes them
+    ddp-doctor train.py [more.py | a directory ...]    # or: python scripts/tools/doctor.py ...
+    ddp-doctor --explain DDL105
+    ddp-doctor --diff train.py     # the mechanical fixes, as a diff; --fix writes them
+    ddp-doctor --select DDL1 --ignore DDL113 --output-format sarif --statistics src/
 
-One finding a line, as flake8 prints them, so editors and CI read them: `path:line:col: CODE message (guide)`.
-Exit code 0 when nothing was found, 1 when something was, 2 when a file cannot be read or parsed. The rules, one
-small AST visitor each (the shape of TorchFix's rules), are listed by --explain without a code; each names the
-fix and the section of guides/your-script.md that shows it. The checker reads the code as written: it knows
-names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), not types, so a helper that hides a
-collective behind another name is not seen.
+One finding a line, as flake8 and ruff print them, so editors and CI read them: `path:line:col: CODE message
+(guide)`; --output-format json, github (workflow annotations) or sarif (2.1.0, for code scanning) instead. A
+`[tool.ddp-doctor]` section (select, ignore) in the checked project's nearest pyproject.toml sets the codes;
+--select and --ignore replace its values. `# noqa: CODE` on a line silences that exact code there. Exit code 0
+when nothing was found, 1 when something was, 2 on bad input (a file that cannot be read or parsed, a bad
+option or section), with one `error:` line each. The rules are listed by --explain without a code; each names
+the fix and the section of guides/your-script.md that shows it. The checker reads the code as written: it knows
+names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), each read as its import makes it (an
+alias is resolved), not types, so a helper that hides a collective behind another name is not seen.
 """
 
 import argparse
 import ast
+import io
 import os
 import re
+import stat
 import sys
-from dataclasses import dataclass
+import tempfile
+import tokenize
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import doctor_output
+
+__version__ = "0.2.0"
 
 GUIDE = "guides/your-script.md"
 COLLECTIVES = {
@@ -43,6 +55,8 @@ COLLECTIVES = {
     "wait_for_everyone",
     "pad_across_processes",
 }
+# a file name made from the rank is one file per process: nothing is overwritten
+PER_RANK = re.compile(r"rank|process_index|gpu_id|worker_id", re.I)
 # `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
 RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main", "gpu_id")
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
@@ -97,11 +111,14 @@ RULES = {
         "into the wrapped model only, not into the plain model of your inference code.",
     ),
     "DDL107": (
-        "torch.save on every rank",
-        "save under `if rank == 0:` (or accelerator.is_main_process)",
+        "one file written on every rank (torch.save, save_pretrained, to_csv, json.dump), or once per node",
+        "write under `if rank == 0:` (or accelerator.is_main_process), not `rank % ngpus_per_node == 0`",
         "11-save-from-rank-0-without-the-module-prefix",
         "Every process runs the same code: without a guard, N processes write the same file at once (a "
-        "torn file on a shared disk) or N copies.",
+        "torn file on a shared disk) or N copies. A library's save is no different (a model's "
+        "save_pretrained without is_main_process=, a DataFrame's to_csv, json.dump). `rank % ngpus_per_node "
+        "== 0` picks one process on every node: as soon as two nodes share a file system they write the "
+        "same path at once. A file name made from the rank (one file per process) is not reported.",
     ),
     "DDL108": (
         "a collective inside a block only some ranks enter",
@@ -228,8 +245,28 @@ RULES = {
         "load a missing, partial or previous file (a FileNotFoundError at best, last epoch's weights at "
         "worst).",
     ),
+    "DDL123": (
+        "a training loss summed (reduction='sum') under DDP or Accelerate, not scaled by the world size",
+        "multiply the loss by the world size (dist.get_world_size(), accelerator.num_processes), or use "
+        "reduction='mean' and the learning rate that goes with it",
+        "5-wrap-the-model-in-ddp",
+        "DDP (and Accelerate) average the gradients over the processes. With a mean loss that is the mean "
+        "over the global batch, as one process would compute it; with a summed loss each process's gradient "
+        "is a sum over its own share, and the average is 1/world_size of the sum the plain script stepped "
+        "with: every step is world_size times smaller, silently. An evaluation's sum (then all-reduced and "
+        "divided) is not reported.",
+    ),
+    "DDL124": (
+        "a validation metric logged by one rank without a reduction, while the evaluation data is sharded",
+        "all_reduce the sums (and counts) first, or gather_for_metrics under Accelerate, then log",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "With a DistributedSampler (or a prepared loader) on the evaluation set, each process evaluates its "
+        "own share: rank 0's loss or accuracy is that of 1/world_size of the set, printed as the whole "
+        "set's. The ranks' sums and counts must be reduced before the division.",
+    ),
 }
 CONTEXT_MANAGERS = {"no_sync", "accumulate", "autocast", "device", "device_index"}
+FIXABLE = {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"}  # the codes doctor_fix rewrites
 
 
 @dataclass(frozen=True)
@@ -238,6 +275,9 @@ class Finding:
     line: int
     col: int
     code: str
+    # whether --fix rewrites it: False for the rules it does not fix, and where the rewrite would change what
+    # some path through the program does (reported only)
+    fixable: bool = field(default=True, compare=False)
 
     def __str__(self):
         what, fix, anchor, _ = RULES[self.code]
@@ -273,16 +313,65 @@ def is_true(node):
 
 
 def mentions_rank(test):
-    """Whether an `if` test picks some ranks: rank == 0, is_main, accelerator.is_main_process, local_rank != 0 ..."""
+    """Whether an `if` test picks some ranks: rank == 0, is_main, accelerator.is_main_process, local_rank != 0 ...
+    Not `rank != -1` / `local_rank == -1`: -1 is the launchers' "not distributed", so every rank is on one side."""
+    if isinstance(test, ast.BoolOp):
+        return any(mentions_rank(value) for value in test.values)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.Gt))
+        and ast.unparse(test.comparators[0]) == "-1"
+    ):
+        return False
     text = ast.unparse(test).lower()
     return any(word in text for word in RANK_WORDS)
 
 
-class Checker(ast.NodeVisitor):
+def shuffles_true(value):
+    """`{"shuffle": True, ...}` or `dict(shuffle=True, ...)`."""
+    if isinstance(value, ast.Dict):
+        return any(
+            isinstance(k, ast.Constant) and k.value == "shuffle" and is_true(v)
+            for k, v in zip(value.keys, value.values)
+        )
+    return (
+        isinstance(value, ast.Call)
+        and dotted(value.func) == "dict"
+        and is_true(keyword(value, "shuffle"))
+    )
+
+
+def per_node(test):
+    """`rank % ngpus_per_node == 0`: one process on every node, not one in the whole job."""
+    return any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Mod)
+        and "rank" in ast.unparse(n.left).lower()
+        and "local" not in ast.unparse(n.left).lower()
+        for n in ast.walk(test)
+    )
+
+
+def returns_unless(statement):
+    """`if not is_main: return` (or `if rank != 0: return`): what follows it runs on the selected ranks only."""
+    return (
+        isinstance(statement, ast.If)
+        and mentions_rank(statement.test)
+        and not per_node(statement.test)
+        and not statement.orelse
+        and isinstance(statement.body[-1], (ast.Return, ast.Continue))
+    )
+
+
+class Checker:
+    """The facts about one module that the rules share: its parent map, call sites, wrapped models,
+    samplers, prepared schedulers; and the findings."""
+
     def __init__(self, path, tree):
         self.path, self.tree, self.found = path, tree, []
-        self.stack = []  # enclosing nodes
-        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        self.nodes = list(ast.walk(tree))  # one walk, read by every fact and every rule
+        calls = [n for n in self.nodes if isinstance(n, ast.Call)]
         names = {last(dotted(c.func)) for c in calls}
         self.uses_accelerate = "Accelerator" in names
         self.distributed = bool(
@@ -315,18 +404,25 @@ class Checker(ast.NodeVisitor):
         self.prepared_schedulers = set()
         self.set_epoch_called = "set_epoch" in names
         self.reads_local_rank = any(
-            isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in ast.walk(tree)
+            isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in self.nodes
         )
         self.barriers = []  # (node, condition, polarity): a barrier on both sides of one rank check is a pair
-        self.parent = {
-            child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
-        }
+        self.parent = {child: node for node in self.nodes for child in ast.iter_child_nodes(node)}
         self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
         for call in calls:
             callee_name = last(dotted(call.func))
             if callee_name:
                 self.calls.setdefault(callee_name, []).append(call)
-        for node in ast.walk(tree):
+        self.conditional_wraps = set()  # wrapped on some paths only: `if ddp: model = DDP(model)`
+        for node in self.nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
+                branches = (node.value.body, node.value.orelse)  # model = DDP(m) if ddp else m
+                if any(
+                    isinstance(b, ast.Call) and last(dotted(b.func)) in WRAPPERS for b in branches
+                ):
+                    names = [dotted(t) for t in node.targets]
+                    self.wrapped.update(names)
+                    self.conditional_wraps.update(names)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 callee = last(dotted(node.value.func))
                 targets = [
@@ -337,6 +433,8 @@ class Checker(ast.NodeVisitor):
                 target_names = [dotted(t) for t in targets]
                 if callee in WRAPPERS:
                     self.wrapped.update(target_names)
+                    if any(isinstance(p, ast.If) for p in self.parents_of(node)):
+                        self.conditional_wraps.update(target_names)
                 if callee == "DistributedSampler":
                     self.samplers.update(target_names)
                 if callee == "prepare":
@@ -347,6 +445,101 @@ class Checker(ast.NodeVisitor):
                     self.wrapped.update(
                         t for a, t in zip(args, target_names) if "model" in a.lower()
                     )
+
+    @property
+    def shuffling_dicts(self):
+        """Names of dicts that hold shuffle=True: `{"shuffle": True}`, `dict(shuffle=True)`, `d["shuffle"] = True`,
+        and those updated from one (`train_kwargs.update(cuda_kwargs)`, pytorch/examples' mnist)."""
+        if hasattr(self, "_shuffling"):
+            return self._shuffling
+        found, updates = set(), []
+        for node in self.nodes:
+            if isinstance(node, ast.Assign) and shuffles_true(node.value):
+                found.update(dotted(t) for t in node.targets)
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Subscript)
+                and ast.unparse(node.targets[0].slice) in ("'shuffle'", '"shuffle"')
+                and is_true(node.value)
+            ):
+                found.add(dotted(node.targets[0].value))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "update" and node.args:
+                    if shuffles_true(node.args[0]):
+                        found.add(dotted(node.func.value))
+                    updates.append((dotted(node.func.value), dotted(node.args[0])))
+        for _ in updates:  # a chain of updates: one more link each pass
+            found.update(target for target, source in updates if source in found)
+        self._shuffling = found - {""}
+        return self._shuffling
+
+    def one_file_written(self, call, name, callee):
+        """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
+        json.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
+        process to the library (`save_pretrained(..., is_main_process=...)`, `save_function=`)."""
+        if callee == "save" and name in ("torch.save", "save"):
+            return (call.args[1:2] or [keyword(call, "f")])[0]
+        if callee == "save_pretrained" and isinstance(call.func, ast.Attribute):
+            if keyword(call, "is_main_process") is None and keyword(call, "save_function") is None:
+                return (call.args[:1] or [keyword(call, "save_directory")])[0]
+        if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
+            given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
+            return next((value for value in given if value is not None), None)
+        if name == "json.dump" and len(call.args) > 1:
+            handle = dotted(call.args[1])
+            for parent in self.parents_of(call):
+                for item in getattr(parent, "items", []) if isinstance(parent, ast.With) else []:
+                    opened = item.context_expr
+                    if dotted(item.optional_vars) != handle or not isinstance(opened, ast.Call):
+                        continue
+                    if dotted(opened.func) == "open" and opened.args:
+                        return opened.args[0]  # with open(path, "w") as f
+                    if isinstance(opened.func, ast.Attribute) and opened.func.attr == "open":
+                        return opened.func.value  # with path.open("w") as f
+            return None  # a handle from elsewhere: where it writes is not known here
+        return None
+
+    @property
+    def words(self):
+        """Every name and attribute the module reads or writes (`model_without_ddp`, `.no_sync`)."""
+        if not hasattr(self, "_words"):
+            self._words = {n.id for n in self.nodes if isinstance(n, ast.Name)} | {
+                n.attr for n in self.nodes if isinstance(n, ast.Attribute)
+            }
+        return self._words
+
+    @property
+    def passed_functions(self):
+        """Names of functions passed as an argument somewhere in the module (hooks, callbacks)."""
+        if not hasattr(self, "_passed"):
+            self._passed = {
+                a.id
+                for c in self.nodes
+                if isinstance(c, ast.Call)
+                for a in [*c.args, *(k.value for k in c.keywords)]
+                if isinstance(a, ast.Name)
+            }
+        return self._passed
+
+    @property
+    def reductions(self):
+        if not hasattr(self, "_reductions"):
+            self._reductions = Reductions(self.nodes)
+        return self._reductions
+
+    def never_none(self, value):
+        """Whether a DataLoader's `sampler=` is a sampler on every path: a call, or a name that every
+        assignment in the module binds to a call (not `... if distributed else None`, not a parameter)."""
+        if isinstance(value, ast.Call):
+            return True
+        if not isinstance(value, ast.Name):
+            return False
+        values, parameter = [], False
+        for node in self.nodes:
+            if isinstance(node, ast.Assign) and any(dotted(t) == value.id for t in node.targets):
+                values.append(node.value)
+            parameter = parameter or isinstance(node, ast.arg) and node.arg == value.id
+        return bool(values) and not parameter and all(isinstance(v, ast.Call) for v in values)
 
     def shuffles(self, sampler):
         """Whether a DistributedSampler's epoch order matters and is set nowhere this module can see: a
@@ -360,10 +553,8 @@ class Checker(ast.NodeVisitor):
         text = " ".join(names + [ast.unparse(a) for a in sampler.args[:1]])
         if EVAL_WORDS.search(text):
             return False
-        defined = {
-            n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
-        }
-        for call in (n for n in ast.walk(self.tree) if isinstance(n, ast.Call)):
+        defined = {n.name for n in self.nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        for call in (n for n in self.nodes if isinstance(n, ast.Call)):
             passed = [*call.args, *(k.value for k in call.keywords)]
             callee = last(dotted(call.func))
             if (
@@ -374,22 +565,47 @@ class Checker(ast.NodeVisitor):
                 return False
         return True
 
-    def add(self, node, code):
-        self.found.append(Finding(self.path, node.lineno, node.col_offset, code))
+    def add(self, node, code, fixable=True):
+        if code == "DDL102" and self.old_api_fallback(node):
+            return
+        fixable = fixable and code in FIXABLE
+        self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable))
 
-    def generic_visit(self, node):
-        self.stack.append(node)
-        super().generic_visit(node)
-        self.stack.pop()
+    def old_api_fallback(self, node):
+        """Whether a torch.cuda.amp use is the fallback for an older torch, after the new API was tried:
+        `try: from torch.amp import GradScaler` / `except ImportError: from torch.cuda.amp import GradScaler`,
+        or the else branch of `if hasattr(torch, "amp"):` or of a torch version check. --fix once rewrote it into
+        the call that failed."""
+        child = node
+        for parent in self.parents_of(node):
+            if isinstance(parent, ast.ExceptHandler):
+                tried = ast.unparse(ast.Module(body=self.parent[parent].body, type_ignores=[]))
+                if "torch.amp" in tried or "from torch import amp" in tried:
+                    return True
+            if (
+                isinstance(parent, ast.If)
+                and child in parent.orelse
+                or isinstance(parent, ast.IfExp)
+                and child is parent.orelse
+            ) and re.search(r"amp|version|torch", ast.unparse(parent.test), re.I):
+                return True  # `if hasattr(torch, "amp"): ... else:`, `... if TORCH_GE_2_4 else ...`
+            child = parent
+        return False
 
     def guarded(self, node, seen=()):
         """Under a rank check, or in a function of this module whose every call is (recursively): the
         pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves."""
+        child = node
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and mentions_rank(parent.test):
+                return not per_node(parent.test)
+            if isinstance(child, ast.stmt) and any(map(returns_unless, siblings(self, child)[0])):
                 return True
+            child = parent
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = self.calls.get(parent.name, [])
+                if not calls and parent.name in self.passed_functions:
+                    return True  # a hook or callback (register_save_state_pre_hook(f)): its caller decides
                 if not calls or parent.name in seen:
                     return False
                 return all(self.guarded(call, (*seen, parent.name)) for call in calls)
@@ -403,72 +619,72 @@ class Checker(ast.NodeVisitor):
                 yield parent
             child, parent = parent, self.parent.get(parent)
 
-    def under_rank_check(self):
-        """Inside the body (not the test) of an `if` that picks some ranks."""
-        return self.rank_check() is not None
 
-    def rank_check(self):
-        """(condition, polarity) of the innermost `if` that picks some ranks around this node, or None. The
-        condition is written without a leading `not`; polarity is False in its else branch or under `not`."""
-        found = None
-        for parent, child in zip(self.stack, self.stack[1:] + [None]):
+# Every rule is one class, the way TorchFix writes its visitors: `Rule.run` visits the module with the facts
+# the Checker gathered (its parent map, call sites, wrapped names) and reports its one code. RULE_CLASSES, at
+# the end, is the registry.
+class Rule:
+    """One code. `begin` looks at the module (False: nothing to visit), then `visit_<NodeType>` is called for
+    every node of that type in one walk shared by all the rules (run_rules), then `end`."""
+
+    code = ""
+
+    def __init__(self, checker):
+        self.m = checker
+
+    def begin(self):
+        return True
+
+    def end(self):
+        pass
+
+    def add(self, node, fixable=True):
+        self.m.add(node, self.code, fixable)
+
+    def function_of(self, node):
+        return function_of(self.m, node)
+
+    def rank_check(self, node):
+        """(condition, polarity) of the innermost `if` around `node` (in its body or else, not its test) that
+        picks some ranks, or None. The condition is written without a leading `not`; polarity is False in the
+        else branch or under `not`."""
+        child, parent = node, self.m.parent.get(node)
+        while parent is not None:
             if (
                 isinstance(parent, ast.If)
-                and mentions_rank(parent.test)
                 and child is not parent.test
+                and mentions_rank(parent.test)
             ):
                 test, polarity = parent.test, child not in parent.orelse
                 if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                     test, polarity = test.operand, not polarity
-                found = (ast.unparse(test), polarity)
-        return found
+                return ast.unparse(test), polarity
+            child, parent = parent, self.m.parent.get(parent)
+        return None
 
-    def loops(self):
-        """The enclosing for/while loops, innermost last, within the enclosing function."""
-        out = []
-        for node in self.stack:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out = []
-            elif isinstance(node, (ast.For, ast.While)):
-                out.append(node)
-        return out
+    def innermost_loop(self, node):
+        """The innermost for/while loop around `node` within its function, or None."""
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None
+            if isinstance(parent, (ast.For, ast.While)):
+                return parent
+        return None
+
+
+class DeprecatedLauncher(Rule):
+    """DDL101: torch.distributed.launch imported or run, or a --local_rank argument parsed, in a script that
+    does not read LOCAL_RANK from the environment."""
+
+    code = "DDL101"
 
     def visit_ImportFrom(self, node):
-        module = node.module or ""
-        if (
-            module.startswith("torch.distributed.launch")
-            or module == "apex"
-            and any(a.name == "amp" for a in node.names)
-            or module.startswith("apex.amp")
-        ):
-            self.add(node, "DDL101" if "launch" in module else "DDL102")
-        if module == "torch.cuda.amp":
-            self.add(node, "DDL102")
-        if module in ("torch.nn", "torch.nn.parallel") and any(
-            a.name == "DataParallel" for a in node.names
-        ):
-            pass  # the import alone is not a use; the call is reported
-        self.generic_visit(node)
+        if (node.module or "").startswith("torch.distributed.launch"):
+            self.add(node)
 
     def visit_Import(self, node):
-        for alias in node.names:
-            if alias.name.startswith("torch.distributed.launch"):
-                self.add(node, "DDL101")
-            if alias.name in ("apex.amp",) or alias.name.startswith("torch.cuda.amp"):
-                self.add(node, "DDL102")
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node):
-        name = dotted(node)
-        if name.startswith("torch.cuda.amp.") and name.count(".") == 3:
-            self.add(node, "DDL102")
-        if name in (
-            "apex.parallel.DistributedDataParallel",
-            "amp.initialize",
-            "apex.amp.initialize",
-        ):
-            self.add(node, "DDL102")
-        self.generic_visit(node)
+        if any(alias.name.startswith("torch.distributed.launch") for alias in node.names):
+            self.add(node)
 
     def visit_Constant(self, node):
         if isinstance(node.value, str) and node.value in (
@@ -476,8 +692,8 @@ class Checker(ast.NodeVisitor):
             "--local-rank",
             "torch.distributed.launch",
         ):
-            parent = self.stack[-1] if self.stack else None
-            if node.value.startswith("--local") and self.reads_local_rank:
+            parent = self.m.parent.get(node)
+            if node.value.startswith("--local") and self.m.reads_local_rank:
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
             elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
                 "add_argument",
@@ -487,107 +703,295 @@ class Checker(ast.NodeVisitor):
                 "check_call",
                 "check_output",
             ):
-                self.add(node, "DDL101")
+                self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
-                self.add(node, "DDL101")
-        self.generic_visit(node)
+                self.add(node)
+
+
+class DeprecatedAmp(Rule):
+    """DDL102: torch.cuda.amp (imported or spelled out) and NVIDIA APEX's amp and DDP; not the old-torch
+    fallback after torch.amp was tried (Checker.add leaves those out)."""
+
+    code = "DDL102"
+
+    def visit_ImportFrom(self, node):
+        module = node.module or ""
+        apex = module == "apex" and any(a.name == "amp" for a in node.names)
+        if apex or module.startswith("apex.amp") or module == "torch.cuda.amp":
+            self.add(node)
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            if alias.name in ("apex.amp",) or alias.name.startswith("torch.cuda.amp"):
+                self.add(node)
+
+    def visit_Attribute(self, node):
+        name = dotted(node)
+        if hasattr(node, "qualified_from"):
+            pass  # an imported name, resolved: its import is reported
+        elif name.startswith("torch.cuda.amp.") and name.count(".") == 3:
+            self.add(node)
+        if name in (
+            "apex.parallel.DistributedDataParallel",
+            "amp.initialize",
+            "apex.amp.initialize",
+        ):
+            self.add(node)
+
+
+class CallRule(Rule):
+    """A rule that looks at calls: `check(call, name, callee)` with the call's qualified name and its last
+    part."""
 
     def visit_Call(self, node):
         name = dotted(node.func)
-        callee = last(name)
+        self.check(node, name, last(name))
+
+    def check(self, call, name, callee):
+        raise NotImplementedError
+
+
+class DataParallelUse(CallRule):
+    """DDL103: nn.DataParallel (the import alone is not a use)."""
+
+    code = "DDL103"
+
+    def check(self, call, name, callee):
         if callee == "DataParallel":
-            self.add(node, "DDL103")
+            self.add(call)
+
+
+class ShuffleWithSampler(CallRule):
+    """DDL104: DataLoader(shuffle=True, sampler=...), the shuffle given as a keyword or through a kwargs dict.
+    --fix drops the keyword only where the sampler is one on every path."""
+
+    code = "DDL104"
+
+    def check(self, call, name, callee):
+        if callee != "DataLoader" or keyword(call, "sampler") is None:
+            return
+        if is_true(keyword(call, "shuffle")):
+            # where the sampler may be None, dropping shuffle=True would drop the order of that run
+            self.add(call, fixable=self.m.never_none(keyword(call, "sampler")))
+        elif any(
+            k.arg is None and dotted(k.value) in self.m.shuffling_dicts for k in call.keywords
+        ):  # DataLoader(ds, sampler=s, **loader_kwargs): the dict's shuffle, reported only
+            self.add(call, fixable=False)
+
+
+class SamplerWithoutSetEpoch(CallRule):
+    """DDL105: a training DistributedSampler in a module that never calls set_epoch."""
+
+    code = "DDL105"
+
+    def check(self, call, name, callee):
+        if callee == "DistributedSampler" and not self.m.set_epoch_called and self.m.shuffles(call):
+            self.add(call)
+
+
+class WrappedStateDict(CallRule):
+    """DDL106: torch.save(model.state_dict(), ...) where model is a DDP / DataParallel / prepared model.
+    --fix adds `.module` only where the wrap is unconditional (unwrap_model under Accelerate always)."""
+
+    code = "DDL106"
+
+    def check(self, call, name, callee):
+        saved = call.args[0] if call.args else None
         if (
-            callee == "DataLoader"
-            and is_true(keyword(node, "shuffle"))
-            and keyword(node, "sampler") is not None
+            callee == "save"
+            and name in ("torch.save", "save")
+            and isinstance(saved, ast.Call)
+            and last(dotted(saved.func)) == "state_dict"
         ):
-            self.add(node, "DDL104")
-        if callee == "DistributedSampler" and not self.set_epoch_called and self.shuffles(node):
-            self.add(node, "DDL105")
-        if callee == "save" and name in ("torch.save", "save"):
-            saved = node.args[0] if node.args else None
-            if isinstance(saved, ast.Call) and last(dotted(saved.func)) == "state_dict":
-                owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
-                if owner in self.wrapped:
-                    self.add(node, "DDL106")
-            if (self.distributed or self.uses_accelerate) and not self.guarded(node):
-                self.add(node, "DDL107")
-        # a subgroup's collective is for its members only
+            owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
+            if (
+                owner in self.m.wrapped
+            ):  # `.module` of a model wrapped on some paths only fails on the others
+                unwrap = self.m.uses_accelerate or owner not in self.m.conditional_wraps
+                self.add(call, fixable=unwrap)
+
+
+class WriteOnEveryRank(CallRule):
+    """DDL107: one file written (torch.save, save_pretrained, to_csv, json.dump) with no guard that picks one
+    process in the job; not a file name made from the rank. A library's write whose path is made from what
+    its loop binds (one file per item: each rank writes its own items) or inside a test_* function is not
+    reported either."""
+
+    code = "DDL107"
+
+    def check(self, call, name, callee):
+        path = self.m.one_file_written(call, name, callee)
+        if (
+            path is not None
+            and (self.m.distributed or self.m.uses_accelerate)
+            and not PER_RANK.search(ast.unparse(path))
+            and not (callee != "save" and (self.per_item(call, path) or self.in_test(call)))
+            and not self.m.guarded(call)
+        ):
+            self.add(call)
+
+    def per_item(self, call, path):
+        used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return False
+            if isinstance(parent, (ast.For, ast.While)):
+                bound = {
+                    n.id
+                    for part in [getattr(parent, "target", None), *parent.body]
+                    if part is not None
+                    for n in ast.walk(part)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                }
+                if used & bound:
+                    return True
+        return False
+
+    def in_test(self, call):
+        function = self.function_of(call)
+        return function is not None and function.name.startswith("test_")
+
+
+class CollectiveUnderRankCheck(CallRule):
+    """DDL108: a collective under a rank check (not a subgroup's). A barrier is paired: one on each side of
+    the same check, or under two different checks of one function (torch_distributed_zero_first), is fine."""
+
+    code = "DDL108"
+
+    def begin(self):
+        self.barriers = []  # (node, condition, polarity)
+        return True
+
+    def end(self):
+        sides, checks = {}, {}
+        for node, condition, polarity in self.barriers:
+            sides.setdefault(condition, set()).add(polarity)
+            checks.setdefault(self.function_of(node), set()).add((condition, polarity))
+        for node, condition, _ in self.barriers:
+            if len(sides[condition]) < 2 and len(checks[self.function_of(node)]) < 2:
+                self.add(node)
+
+    def check(self, call, name, callee):
         if (
             callee in COLLECTIVES
             and (
-                name.startswith(("dist.", "torch.distributed.", "accelerator.")) or "." not in name
+                name.startswith(("dist.", "torch.distributed.", "accelerator.", "accelerate."))
+                or "." not in name
             )
-            and self.under_rank_check()
-            and keyword(node, "group") is None
+            and keyword(call, "group") is None  # a subgroup's collective is for its members only
         ):
-            if callee in BARRIERS:
-                self.barriers.append((node, *self.rank_check()))
-            else:
-                self.add(node, "DDL108")
-        only = keyword(node, "weights_only")
+            check = self.rank_check(call)
+            if check is not None and callee in BARRIERS:
+                self.barriers.append((call, *check))
+            elif check is not None:
+                self.add(call)
+
+
+class UnsafeLoad(CallRule):
+    """DDL109: torch.load(..., weights_only=False); since torch 2.6 a bare load is weights_only=True."""
+
+    code = "DDL109"
+
+    def check(self, call, name, callee):
+        only = keyword(call, "weights_only")
         if name == "torch.load" and isinstance(only, ast.Constant) and only.value is False:
-            self.add(node, "DDL109")  # since torch 2.6 a bare load is weights_only=True
+            self.add(call)
+
+
+class BackwardUnderAccelerate(CallRule):
+    """DDL110: `loss.backward()` in an Accelerate script."""
+
+    code = "DDL110"
+
+    def check(self, call, name, callee):
         if (
             callee == "backward"
-            and self.uses_accelerate
-            and isinstance(node.func, ast.Attribute)
-            and last(dotted(node.func.value)) != "accelerator"
-            and not node.args
+            and self.m.uses_accelerate
+            and isinstance(call.func, ast.Attribute)
+            and last(dotted(call.func.value)) != "accelerator"
+            and not call.args
         ):
-            self.add(node, "DDL110")
+            self.add(call)
+
+
+class PreparedSchedulerPerEpoch(CallRule):
+    """DDL111: a scheduler passed to accelerator.prepare, stepped in the epoch loop itself (not in a loop over
+    batches or updates)."""
+
+    code = "DDL111"
+
+    def check(self, call, name, callee):
         if (
             callee == "step"
-            and isinstance(node.func, ast.Attribute)
-            and dotted(node.func.value) in self.prepared_schedulers
+            and isinstance(call.func, ast.Attribute)
+            and dotted(call.func.value) in self.m.prepared_schedulers
         ):
-            loops = (
-                self.loops()
-            )  # stepped in the epoch loop itself, not in a loop over batches or updates
-            innermost = loops[-1] if loops else None
-            if isinstance(innermost, ast.For) and "epoch" in ast.unparse(innermost.target).lower():
-                self.add(node, "DDL111")
+            loop = self.innermost_loop(call)
+            if isinstance(loop, ast.For) and "epoch" in ast.unparse(loop.target).lower():
+                self.add(call)
+
+
+class FindUnusedParameters(CallRule):
+    """DDL112: DistributedDataParallel(find_unused_parameters=True)."""
+
+    code = "DDL112"
+
+    def check(self, call, name, callee):
         if callee in ("DistributedDataParallel", "DDP") and is_true(
-            keyword(node, "find_unused_parameters")
+            keyword(call, "find_unused_parameters")
         ):
-            self.add(node, "DDL112")
-        if (
-            callee == "len"
-            and node.args
-            and isinstance(node.args[0], ast.Attribute)
-            and node.args[0].attr == "dataset"
-            and self.shards
-            and self.distributed
-            and not self.reduces
+            self.add(call)
+
+
+class NoDestroyProcessGroup(Rule):
+    """DDL113: init_process_group in a module that never calls destroy_process_group."""
+
+    code = "DDL113"
+
+    def begin(self):
+        if "init_process_group" in self.m.calls and "destroy_process_group" not in self.m.calls:
+            self.add(self.m.calls["init_process_group"][0])  # the first in ast.walk's order
+        return False
+
+
+class DatasetLengthDenominator(Rule):
+    """DDL114: `x / len(loader.dataset)` (or `x /= ...`) in a script that shards its data, where x is not
+    reduced: not passed to a collective nor made from a reduced value (Reductions). A module that reduces
+    nothing reports every such division; `len(loader.dataset)` outside a division (a progress line) is not
+    a metric."""
+
+    code = "DDL114"
+
+    def begin(self):
+        return self.m.shards and self.m.distributed
+
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.Div):
+            self.check(node.left, node.right)
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.op, ast.Div):
+            self.check(node.target, node.value)
+
+    def check(self, numerator, denominator):
+        if not (
+            isinstance(denominator, ast.Call)
+            and last(dotted(denominator.func)) == "len"
+            and denominator.args
+            and isinstance(denominator.args[0], ast.Attribute)
+            and denominator.args[0].attr == "dataset"
         ):
-            self.add(node, "DDL114")
-        self.generic_visit(node)
-
-
-# The rules below are one class each, the way TorchFix writes its visitors: `Rule.run` visits the module
-# with the facts the Checker gathered (its parent map, call sites, wrapped names) and reports one code.
-class Rule(ast.NodeVisitor):
-    code = ""
-
-    def __init__(self, checker):
-        self.m = checker
-
-    def run(self):
-        self.visit(self.m.tree)
-
-    def add(self, node):
-        self.m.add(node, self.code)
-
-    def function_of(self, node):
-        return next(
-            (
-                p
-                for p in self.m.parents_of(node)
-                if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ),
-            None,
-        )
+            return
+        names = {dotted(n) for n in ast.walk(numerator) if isinstance(n, (ast.Name, ast.Attribute))}
+        reductions = self.m.reductions
+        unknown = (
+            not self.m.reduces
+        )  # a name this module does not assign: reduced only if it reduces
+        if not any(
+            reductions.maybe_reduced(n) or n not in reductions.assigned and not unknown
+            for n in names - {""}
+        ):
+            self.add(denominator)
 
 
 class ManagerAsStatement(Rule):
@@ -606,7 +1010,6 @@ class ManagerAsStatement(Rule):
                 name.startswith(("torch.", "accelerator.")) or name.endswith(".no_sync")
             ):
                 self.add(node)
-        self.generic_visit(node)
 
 
 class UnseededSplit(Rule):
@@ -621,7 +1024,6 @@ class UnseededSplit(Rule):
             and keyword(node, "generator") is None
         ):
             self.add(node)
-        self.generic_visit(node)
 
 
 GLOBAL_RANK = re.compile(
@@ -636,15 +1038,24 @@ class GlobalRankAsDevice(Rule):
 
     code = "DDL117"
 
-    def run(self):
+    def begin(self):
         self.names = set()
-        for node in ast.walk(self.m.tree):
+        for node in self.m.nodes:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Tuple)
+                and isinstance(node.targets[0], ast.Tuple)
+            ):  # rank, world_size = dist.get_rank(), dist.get_world_size(): element by element
+                for target, value in zip(node.targets[0].elts, node.value.elts):
+                    name = dotted(target)
+                    if name and "local" not in name.lower() and self.is_global(value, named=False):
+                        self.names.add(name)
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 if self.is_global(node.value, named=False):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     names = [dotted(t) for t in targets]
                     self.names.update(n for n in names if n and "local" not in n.lower())
-        super().run()
+        return True
 
     def is_global(self, node, named=True):
         if named and dotted(node) in getattr(self, "names", ()):
@@ -653,6 +1064,16 @@ class GlobalRankAsDevice(Rule):
             return False  # rank % torch.cuda.device_count(): a local index, made from the rank
         if isinstance(node, ast.Call) and last(dotted(node.func)) in ("int", "str"):
             return bool(node.args) and self.is_global(node.args[0], named)
+        if not any(  # cheap first: nothing in it could name the global rank
+            isinstance(n, ast.Constant)
+            and n.value == "RANK"
+            or isinstance(n, ast.Attribute)
+            and n.attr in ("get_rank", "process_index")
+            or isinstance(n, ast.Name)
+            and n.id in ("get_rank", "process_index")
+            for n in ast.walk(node)
+        ):
+            return False
         text = ast.unparse(node)
         return bool(GLOBAL_RANK.search(text)) and "local" not in text.lower() and len(text) < 80
 
@@ -671,7 +1092,6 @@ class GlobalRankAsDevice(Rule):
                 indexed.append(value)
         if any(self.is_global(value) for value in indexed):
             self.add(node)
-        self.generic_visit(node)
 
     def visit_JoinedStr(self, node):  # f"cuda:{rank}"
         parts = node.values
@@ -683,7 +1103,6 @@ class GlobalRankAsDevice(Rule):
                 and self.is_global(value.value)
             ):
                 self.add(node)
-        self.generic_visit(node)
 
 
 class GatherInEval(Rule):
@@ -702,7 +1121,6 @@ class GatherInEval(Rule):
             and self.in_eval(node)
         ):
             self.add(node)
-        self.generic_visit(node)
 
     def in_eval(self, node):
         function = self.function_of(node)
@@ -716,54 +1134,129 @@ class GatherInEval(Rule):
                 ).startswith("test_")
             if isinstance(parent, ast.For) and EVAL_WORDS.search(ast.unparse(parent.iter)):
                 return True
-            if isinstance(parent, ast.With) and any(
-                last(
-                    dotted(
-                        item.context_expr.func
-                        if isinstance(item.context_expr, ast.Call)
-                        else item.context_expr
-                    )
-                )
-                in ("no_grad", "inference_mode")
-                for item in parent.items
-            ):
+            if no_grad(parent):
                 return True
         return False
 
 
+def no_grad(node):
+    """Whether a node is `with torch.no_grad():` or `with torch.inference_mode():`."""
+    return isinstance(node, ast.With) and any(
+        last(
+            dotted(
+                item.context_expr.func
+                if isinstance(item.context_expr, ast.Call)
+                else item.context_expr
+            )
+        )
+        in ("no_grad", "inference_mode")
+        for item in node.items
+    )
+
+
+def is_step(node):
+    """An optimizer step: `optimizer.step()`, `self.optim.step()`, `scaler.step(optimizer)`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "step"
+        and any("optim" in ast.unparse(n).lower() for n in [node.func.value, *node.args])
+    )
+
+
+def counts_micro_batches(test):
+    """`step % N == 0`, `(i + 1) % accum != 0`, `ni - last_opt_step >= accumulate`."""
+    modulo = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    return modulo or "accum" in ast.unparse(test).lower()
+
+
+def steps_in(statements):
+    return any(is_step(n) for statement in statements for n in ast.walk(statement))
+
+
+def backward_in(statements):
+    """Whether the statements call backward (`loss.backward()`, `(loss / n).backward()`,
+    `accelerator.backward(loss)`)."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for statement in statements
+        for n in ast.walk(statement)
+    )
+
+
 class AccumulationWithoutNoSync(Rule):
-    """DDL119: an optimizer step under `if ... % N ...` (accumulation by hand) in a script that wraps its
-    model in DDP or prepares it with Accelerate, and never calls no_sync / accumulate nor sets
-    require_backward_grad_sync."""
+    """DDL119: gradient accumulation by hand in a script that wraps its model in DDP or prepares it with
+    Accelerate (or wraps it in another module: it reduces, reads the rank or unwraps `.module`), and never
+    calls no_sync / accumulate nor sets require_backward_grad_sync. The shapes: an optimizer step under
+    `if step % N == 0` or `if ni - last_opt_step >= accumulate`; `if (i + 1) % N != 0: continue` before the
+    step; a loss-scaler call that steps (`loss_scaler(loss, optimizer, update_grad=(i + 1) % N == 0)`, MAE's);
+    an inner loop of backwards over micro-batches with the step after it."""
 
     code = "DDL119"
 
-    def run(self):
+    def begin(self):
         names = set(self.m.calls)
-        source = ast.unparse(self.m.tree)
+        words = self.m.words
         wraps = bool(names & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
-        if (
-            wraps
-            and not names & {"no_sync", "accumulate"}
-            and "require_backward_grad_sync" not in source
-        ):
-            super().run()
+        elsewhere = (
+            any("all_reduce" in n for n in names)
+            or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
+            or "model_without_ddp" in words
+        )
+        self.wrapped_here = wraps
+        return bool(
+            (wraps or elsewhere)
+            and not names
+            & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
+            and "require_backward_grad_sync" not in words
+            and "no_sync"
+            not in words  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
+        )
+
+    def add(self, node, fixable=True):
+        """Where the wrap is in another module, only in a function that is handed the model
+        (`train_one_epoch(model, ...)`, MAE's): a model made here and never wrapped all-reduces nothing."""
+        function = self.function_of(node)
+        handed = function is not None and any(
+            MODEL_NAMES.search(a.arg) for a in [*function.args.args, *function.args.kwonlyargs]
+        )
+        if self.wrapped_here or handed:
+            super().add(node, fixable)
 
     def visit_If(self, node):
-        modulo = any(
-            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.test)
-        )
-        steps = modulo and any(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "step"
-            and "optim" in dotted(n.func.value).lower()
-            for statement in node.body
-            for n in ast.walk(statement)
-        )
-        if steps:
+        if counts_micro_batches(node.test):
+            _, after = siblings(self.m, node)
+            if steps_in(node.body):
+                self.add(node)
+            elif isinstance(node.body[-1], ast.Continue) and steps_in(after):
+                self.add(node)  # `if (i + 1) % N != 0: continue`, then the step
+
+    def visit_Call(self, node):
+        update = keyword(node, "update_grad")
+        if update is not None and counts_micro_batches(update):
             self.add(node)
-        self.generic_visit(node)
+
+    def visit_For(self, node):
+        outer = self.m.parent.get(node)
+        _, after = siblings(self.m, node)
+        if (
+            isinstance(outer, (ast.For, ast.While))
+            and backward_in(node.body)
+            and not steps_in(node.body)
+            and steps_in(after)
+        ):
+            self.add(node)  # for micro in chunks: loss.backward() ... then optimizer.step()
+
+
+def siblings(checker, statement):
+    """(the statements before `statement` in its block, those after it)."""
+    parent = checker.parent.get(statement)
+    for part in ("body", "orelse", "finalbody"):
+        block = getattr(parent, part, None)
+        if isinstance(block, list) and statement in block:
+            i = block.index(statement)
+            return block[:i], block[i + 1 :]
+    return [], []
 
 
 MODEL_NAMES = re.compile(r"(^|_)(model|net|network|module)$", re.I)
@@ -781,7 +1274,6 @@ class WholeModelSave(Rule):
             name = dotted(saved) if isinstance(saved, (ast.Name, ast.Attribute)) else ""
             if name and MODEL_NAMES.search(last(name)):
                 self.add(node)
-        self.generic_visit(node)
 
 
 class ClipScaledGradients(Rule):
@@ -797,22 +1289,17 @@ class ClipScaledGradients(Rule):
         ):
             if self.m.uses_accelerate or "unscale_" not in self.m.calls and self.after_scale(node):
                 self.add(node)
-        self.generic_visit(node)
 
     def after_scale(self, node):
         """Whether an earlier statement of the clip's own block backpropagates a scaled loss
         (`scaler.scale(loss).backward()`): the AMP branch, not the fp32 one beside it."""
         statement = next(p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt))
-        block = self.m.parent.get(statement)
-        for field in ("body", "orelse", "finalbody"):
-            siblings = getattr(block, field, [])
-            if statement in siblings:
-                return any(
-                    isinstance(n, ast.Call) and last(dotted(n.func)) == "scale"
-                    for s in siblings[: siblings.index(statement)]
-                    for n in ast.walk(s)
-                )
-        return False
+        before, _ = siblings(self.m, statement)
+        return any(
+            isinstance(n, ast.Call) and last(dotted(n.func)) == "scale"
+            for s in before
+            for n in ast.walk(s)
+        )
 
 
 WRITERS = {"save": 1, "save_file": 1, "save_pretrained": 0, "save_model": 1}
@@ -826,11 +1313,14 @@ class ReadWithoutBarrier(Rule):
 
     code = "DDL122"
 
-    def run(self):
-        if not self.m.distributed:
-            return
+    def begin(self):
+        if self.m.distributed:
+            self.report()
+        return False
+
+    def report(self):
         writes, reads, barriers = [], [], []
-        for node in ast.walk(self.m.tree):
+        for node in self.m.nodes:
             if not isinstance(node, ast.Call):
                 continue
             callee = last(dotted(node.func))
@@ -876,7 +1366,221 @@ class ReadWithoutBarrier(Rule):
         return ("write" if table is WRITERS else "read"), ast.unparse(args[0])
 
 
+WORLD_SIZE = re.compile(r"world_size|get_world_size|num_processes|WORLD_SIZE|num_replicas", re.I)
+
+
+class SummedLoss(Rule):
+    """DDL123: a training loss with reduction="sum" in a script that wraps its model in DDP or prepares it with
+    Accelerate, and nowhere multiplies a loss by the world size. Not an evaluation's sum (an eval function,
+    under no_grad, or `.item()` at once): a summed metric is what an all_reduce then divides."""
+
+    code = "DDL123"
+
+    def begin(self):
+        wraps = (
+            bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
+        )
+        return wraps and backward_in(self.m.tree.body) and not self.scaled()
+
+    def scaled(self):
+        """A statement about a loss that multiplies by the world size: `loss = f(x) * world_size`,
+        `loss *= accelerator.num_processes`."""
+        for node in self.m.nodes:
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                sides = node.left, node.right
+            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult):
+                sides = node.target, node.value
+            else:
+                continue
+            statement = next(p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt))
+            if any(WORLD_SIZE.search(ast.unparse(side)) for side in sides) and (
+                "loss" in ast.unparse(statement).lower()
+            ):
+                return True
+        return False
+
+    def visit_Call(self, node):
+        reduction = keyword(node, "reduction")
+        if isinstance(reduction, ast.Constant) and reduction.value == "sum":
+            function = self.function_of(node)
+            parent = self.m.parent.get(node)
+            evaluation = (
+                function is not None
+                and EVAL_WORDS.search(function.name)
+                or any(no_grad(p) for p in self.m.parents_of(node))
+                or isinstance(parent, ast.Attribute)
+                and parent.attr == "item"
+            )
+            if not evaluation:
+                self.add(node)
+
+
+LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
+EVAL_METRIC = re.compile(
+    r"^(val|valid|validation|test|eval)_?[a-z_]*(loss|acc|accuracy|metric|score|f1|ppl|perplexity)",
+    re.I,
+)
+
+
+class UnreducedEvalLog(Rule):
+    """DDL124: a validation metric (val_loss, test_acc, ...) printed or logged under a rank check, in a script
+    whose evaluation data is sharded (a DistributedSampler or prepare() on an eval loader), where the value is
+    never reduced: not passed to a collective, not made by a call that reduces or gathers, not returned by a
+    function of this module that does (or by one defined elsewhere, which doctor cannot read)."""
+
+    code = "DDL124"
+
+    def begin(self):
+        return self.m.distributed and self.eval_sharded()
+
+    def eval_sharded(self):
+        for node in self.m.nodes:
+            if isinstance(node, ast.Call) and last(dotted(node.func)) in (
+                "DistributedSampler",
+                "prepare",
+            ):
+                statement = next(
+                    p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt)
+                )
+                if EVAL_WORDS.search(ast.unparse(statement)):
+                    return True
+        return False
+
+    def visit_Call(self, node):
+        callee = last(dotted(node.func))
+        main_only = dotted(node.func).startswith(("accelerator.", "self.accelerator."))
+        if callee in LOGGERS and (main_only or self.m.guarded(node)):
+            shown = [*node.args, *(k.value for k in node.keywords)]
+            names = {
+                dotted(n)
+                for arg in shown
+                for n in ast.walk(arg)
+                if isinstance(n, (ast.Name, ast.Attribute)) and EVAL_METRIC.search(last(dotted(n)))
+            }
+            if any(self.m.reductions.assigned_unreduced(name) for name in names):
+                self.add(node)
+
+
+class Reductions:
+    """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
+    those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
+    reduced value (`test_loss += losses.sum().item()`). A value returned by a function of this module that
+    reduces, or by one defined elsewhere (which doctor cannot read), may be reduced."""
+
+    def __init__(self, nodes):
+        self.defined = {
+            n.name: n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self.assigned, self.reduced, self.results = {}, set(), {}
+        for node in nodes:
+            if isinstance(node, ast.Call) and reduces(node):
+                self.reduced.update(dotted(a) for a in node.args)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "extend")
+                and node.args
+            ):  # losses.append(accelerator.gather_for_metrics(loss)): losses is made from it
+                self.assigned.setdefault(dotted(node.func.value), []).append(node.args[0])
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        self.assigned.setdefault(dotted(t), []).append(node.value)
+                        if isinstance(node, ast.Assign):  # `x = f(...)`, not `x += per_batch(...)`
+                            self.results.setdefault(dotted(t), []).append(node.value)
+        for _ in range(len(self.assigned)):  # one more link of the chain each pass
+            more = {
+                name
+                for name, values in self.assigned.items()
+                if name not in self.reduced
+                and any(
+                    isinstance(n, ast.Call)
+                    and reduces(n)
+                    or isinstance(n, (ast.Name, ast.Attribute))
+                    and dotted(n) in self.reduced
+                    for value in values
+                    for n in ast.walk(value)
+                )
+            }
+            if not more:
+                break
+            self.reduced |= more
+
+    def maybe_reduced(self, name):
+        """Reduced, or made by a call that may reduce."""
+        if name in self.reduced:
+            return True
+        for value in self.results.get(name, []):
+            call = head_call(
+                value
+            )  # `evaluate(model)`, `float(evaluate(model))`, `evaluate(model).item()`
+            if call is None:
+                continue
+            function = self.defined.get(last(dotted(call.func)))
+            if function is None:
+                return True  # defined in another module: it may reduce
+            if any(isinstance(n, ast.Call) and reduces(n) for n in ast.walk(function)):
+                return True
+        return False
+
+    def assigned_unreduced(self, name):
+        """Assigned in this module, and not reduced on the way."""
+        return name in self.assigned and not self.maybe_reduced(name)
+
+
+BUILTIN_CALLS = {
+    "float",
+    "int",
+    "sum",
+    "len",
+    "round",
+    "item",
+    "mean",
+    "tensor",
+    "zeros",
+    "max",
+    "min",
+}
+
+
+def head_call(value):
+    """The call whose result a value is, through float(...), int(...), .item(), .mean() and the like; None for
+    anything else (arithmetic, a comprehension, a builtin over a generator)."""
+    while isinstance(value, ast.Call):
+        callee = last(dotted(value.func))
+        if callee not in BUILTIN_CALLS:
+            return value
+        if isinstance(value.func, ast.Attribute):  # x.item(), x.mean()
+            value = value.func.value
+        elif value.args:  # float(x), round(x)
+            value = value.args[0]
+        else:
+            return None
+    return None
+
+
+def reduces(call):
+    """A call that combines the ranks' values: all_reduce, reduce, gather, gather_for_metrics, reduce_mean ..."""
+    callee = last(dotted(call.func)).lower()
+    return "reduce" in callee or "gather" in callee
+
+
 RULE_CLASSES = [
+    DeprecatedLauncher,
+    DeprecatedAmp,
+    DataParallelUse,
+    ShuffleWithSampler,
+    SamplerWithoutSetEpoch,
+    WrappedStateDict,
+    WriteOnEveryRank,
+    CollectiveUnderRankCheck,
+    UnsafeLoad,
+    BackwardUnderAccelerate,
+    PreparedSchedulerPerEpoch,
+    FindUnusedParameters,
+    NoDestroyProcessGroup,
+    DatasetLengthDenominator,
     ManagerAsStatement,
     UnseededSplit,
     GlobalRankAsDevice,
@@ -885,41 +1589,102 @@ RULE_CLASSES = [
     WholeModelSave,
     ClipScaledGradients,
     ReadWithoutBarrier,
+    SummedLoss,
+    UnreducedEvalLog,
 ]
+
+
+class Qualify(ast.NodeTransformer):
+    """Names read as what their imports make them, the way libcst's QualifiedNameProvider resolves them:
+    after `from torch.nn.parallel import DistributedDataParallel as Wrap`, `Wrap(model)` is read as
+    `torch.nn.parallel.DistributedDataParallel(model)`; after `import torch.distributed as d`, `d.barrier()` is
+    `torch.distributed.barrier()`; after `from torch import save as persist`, `persist(...)` is `torch.save(...)`.
+    Every rule then matches the qualified name, whatever the script called it. A name bound again after its
+    import (an assignment, a parameter, a def) keeps its own meaning; relative imports are left as they are."""
+
+    def visit_Module(self, node):
+        self.imported, rebound = {}, set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Import):
+                for alias in n.names:
+                    if (
+                        alias.asname
+                    ):  # `import torch.distributed as dist`; `import torch` names itself
+                        self.imported[alias.asname] = alias.name
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                for alias in n.names:
+                    if alias.name != "*":
+                        self.imported[alias.asname or alias.name] = f"{n.module}.{alias.name}"
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                rebound.add(n.id)
+            elif isinstance(n, ast.arg):
+                rebound.add(n.arg)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                rebound.add(n.name)
+        for name in rebound:
+            self.imported.pop(name, None)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        qualified = self.imported.get(node.id) if isinstance(node.ctx, ast.Load) else None
+        if qualified is None:
+            return node
+        parts = qualified.split(".")
+        new = ast.Name(id=parts[0], ctx=ast.Load())
+        for part in parts[1:]:
+            new = ast.Attribute(value=new, attr=part, ctx=ast.Load())
+        for n in ast.walk(new):
+            ast.copy_location(n, node)
+        new.qualified_from = node.id  # DDL102 is reported at the import, not again at every use
+        return new
+
+
+def run_rules(checker):
+    """Every rule over one module in one walk of its tree: each node goes to the visit_<its type> of every rule
+    whose begin() asked for the visits."""
+    active, handlers = [], {}
+    for cls in RULE_CLASSES:
+        rule = cls(checker)
+        if not rule.begin():
+            continue
+        active.append(rule)
+        for attr in dir(cls):
+            if attr.startswith("visit_"):
+                handlers.setdefault(attr[len("visit_") :], []).append(getattr(rule, attr))
+    if handlers:
+        for node in checker.nodes:
+            for handler in handlers.get(type(node).__name__, ()):
+                handler(node)
+    for rule in active:
+        rule.end()
+
+
+def function_of(checker, node):
+    """The function around a node (None at module level)."""
+    return next(
+        (
+            p
+            for p in checker.parents_of(node)
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ),
+        None,
+    )
 
 
 def check_source(source, path="<string>"):
     """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse."""
-    tree = ast.parse(source, filename=path)
+    tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
-    checker.visit(tree)
-    for rule in RULE_CLASSES:
-        rule(checker).run()
-    sides = {}
-    for _, condition, polarity in checker.barriers:
-        sides.setdefault(condition, set()).add(polarity)
-    for (
-        node,
-        condition,
-        _,
-    ) in checker.barriers:  # `if not is_main: barrier()` ... `if is_main: barrier()` is fine
-        if len(sides[condition]) < 2:
-            checker.add(node, "DDL108")
-    calls = {last(dotted(n.func)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    if "init_process_group" in calls and "destroy_process_group" not in calls:
-        first = next(
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
-        )
-        checker.add(first, "DDL113")
-    lines = source.splitlines()
+    run_rules(checker)
+    lines = physical_lines(source)
 
-    def suppressed(finding):  # flake8's noqa comment, bare or with codes, on the finding's line
+    def suppressed(finding):  # a noqa comment, bare or with codes, on the finding's line
         match = NOQA.search(lines[finding.line - 1]) if finding.line <= len(lines) else None
-        return match is not None and (
-            not match.group("codes") or finding.code in match.group("codes").upper()
-        )
+        if match is None or not match.group("codes"):
+            return match is not None
+        return finding.code in re.split(
+            r"[,\s]+", match.group("codes").upper()
+        )  # as ruff: exact codes
 
     return sorted(
         {f for f in checker.found if not suppressed(f)}, key=lambda f: (f.line, f.col, f.code)
@@ -933,11 +1698,17 @@ def explain(code):
     return f"{code}: {what}\n\n{why}\n\nFix: {fix}.\nMore: {GUIDE}#{anchor}"
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one `error:` line and exit 2, not argparse's usage block
+        print(f"error: {message}: ddp-doctor --help lists the options", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    p = Parser(
+        prog="ddp-doctor", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("files", nargs="*", help="Python files to check")
+    p.add_argument("files", nargs="*", help="Python files or directories to check")
     p.add_argument(
         "--explain",
         nargs="?",
@@ -954,6 +1725,21 @@ def main(argv=None):
     p.add_argument(
         "--diff", action="store_true", help="print --fix's changes as a unified diff, write nothing"
     )
+    p.add_argument(
+        "--select",
+        metavar="CODES",
+        help="report only these codes or prefixes (DDL1,DDL107); replaces [tool.ddp-doctor] select",
+    )
+    p.add_argument(
+        "--ignore",
+        metavar="CODES",
+        help="never report these codes or prefixes; replaces [tool.ddp-doctor] ignore",
+    )
+    p.add_argument("--output-format", choices=doctor_output.FORMATS, default="text")
+    p.add_argument(
+        "--statistics", action="store_true", help="one line per code with its count, no findings"
+    )
+    p.add_argument("--version", action="version", version=f"ddp-doctor {__version__}")
     args = p.parse_args(argv)
     if args.explain is not None:
         code = args.explain.upper() or None
@@ -965,7 +1751,16 @@ def main(argv=None):
         print(explain(code))
         return 0
     if not args.files:
-        print("error: no file given: python scripts/tools/doctor.py train.py", file=sys.stderr)
+        print("error: no file given: ddp-doctor train.py", file=sys.stderr)
+        return 2
+    try:
+        command_line = {
+            key: doctor_output.parse_prefixes(value, RULES, f"--{key}")
+            for key, value in (("select", args.select), ("ignore", args.ignore))
+            if value is not None
+        }
+    except doctor_output.ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     if args.fix or args.diff:
         try:
@@ -973,11 +1768,20 @@ def main(argv=None):
         except ImportError as e:
             print(f"error: --fix and --diff need libcst ({e}): make install", file=sys.stderr)
             return 2
-    unreadable, findings, changed = 0, 0, 0
+    unreadable, findings, changed = 0, [], 0
     for name in python_files(args.files):
         try:
-            source = Path(name).read_text(encoding="utf-8")
-            found = check_source(source, name)
+            config = {**doctor_output.project_config(name, RULES)[0], **command_line}
+
+            def check(text, name=name, config=config):
+                chosen = config.get("select", []), config.get("ignore", [])
+                return [
+                    f for f in check_source(text, name) if doctor_output.selected(f.code, *chosen)
+                ]
+
+            read = read_source(name)
+            source = read.text
+            found = check(source)
             if args.fix or args.diff:
                 try:
                     fixed, done = doctor_fix.fix_source(source, found, uses_accelerate(source))
@@ -996,17 +1800,26 @@ def main(argv=None):
                     print(doctor_fix.unified_diff(name, source, fixed), end="")
                     continue
                 if done:
-                    write_atomically(Path(name), fixed)
+                    write_atomically(read, fixed)
                     what = ", ".join(f"{line} {code}" for line, code in done)
                     print(f"fixed: {name}: {what}", file=sys.stderr)
-                    found = check_source(fixed, name)
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as e:
+                    found = check(fixed)
+        except doctor_output.ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError) as e:
             unreadable += 1
             print(f"error: {name}: {why_unchecked(e)}", file=sys.stderr)
             continue
-        findings += len(found)
-        for finding in found:
-            print(finding)
+        findings += found
+        if args.output_format == "text" and not args.statistics:
+            print(
+                doctor_output.render(found, RULES, GUIDE, "text", __version__), end="", flush=True
+            )
+    if args.statistics:
+        print(doctor_output.statistics(findings, RULES), end="")
+    elif args.output_format != "text" and not args.diff:
+        print(doctor_output.render(findings, RULES, GUIDE, args.output_format, __version__), end="")
     if args.diff:
         return (
             2 if unreadable else (1 if changed else 0)
@@ -1021,20 +1834,96 @@ def uses_accelerate(source):
     )
 
 
-def write_atomically(path, text):
-    """The fixed file replaces the old one whole (a temporary file beside it, then a rename), keeping its mode."""
-    tmp = path.with_name(f".{path.name}.doctor-fix.tmp")
+def physical_lines(source):
+    """The source's lines as Python numbers them: split at \\n, \\r\\n and \\r only (str.splitlines also
+    splits at a form feed, which Python reads as whitespace, and every later line number was off by one)."""
+    return re.split(r"\r\n|\r|\n", source)
+
+
+class NotRegular(OSError):
+    """A FIFO, socket or device named *.py: opening a FIFO waits for a writer, forever."""
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    text: str  # decoded as Python decodes it, newlines as they are in the file
+    raw: bytes
+    encoding: str  # tokenize's: 'utf-8-sig' for a BOM, a coding cookie's codec
+    mtime_ns: int
+
+
+def read_source(name):
+    """A file as Python itself reads it (a BOM, a coding cookie), its bytes kept to compare before a write.
+    Only regular files: anything else is refused before it is opened."""
+    if not stat.S_ISREG(os.stat(name).st_mode):
+        raise NotRegular(0, "not a regular file")
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):  # swapped for a FIFO after the stat
+            raise NotRegular(0, "not a regular file")
+        raw = f.read()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    return Source(name, raw.decode(encoding), raw, encoding, info.st_mtime_ns)
+
+
+class ChangedSinceRead(OSError):
+    pass
+
+
+class CannotWrite(OSError):
+    """The fix could not be written (a read-only directory, a full disk): the file is as it was."""
+
+
+def write_atomically(read, text):
+    """Replace a file whole with its fixed text, never harming anything else: the bytes are encoded as the file
+    was (a BOM, a coding cookie's codec; newlines are the text's own), written to a new file of a random name
+    created exclusively beside the target (a link planted there cannot redirect it), given the target's
+    permissions, and renamed over the target; through a symbolic link the target is fixed and the link kept.
+    A file that changed since it was read (an editor saved it during the fix) is left as it is: an error."""
+    target = os.path.realpath(read.path)
+    data = text.encode(read.encoding)
+    info = os.stat(target)
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.chmod(tmp, path.stat().st_mode)
-        os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.",
+            suffix=".doctor-fix",
+            dir=os.path.dirname(target),
+        )
+    except OSError as e:
+        raise CannotWrite(
+            e.errno, f"cannot write the fix beside it ({e.strerror}); nothing written"
+        ) from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), stat.S_IMODE(info.st_mode))
+            try:
+                os.fchown(
+                    f.fileno(), info.st_uid, info.st_gid
+                )  # root fixing a user's file keeps its owner
+            except PermissionError:
+                pass  # not root: the file was the user's own anyway
+        with open(target, "rb") as f:  # as late as can be: the next step is the rename
+            now, mtime = f.read(), os.fstat(f.fileno()).st_mtime_ns
+        if now != read.raw or mtime != read.mtime_ns:
+            raise ChangedSinceRead(0, "it changed since doctor read it; nothing written: run again")
+        os.replace(tmp, target)
     finally:
-        tmp.unlink(missing_ok=True)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def why_unchecked(e):
     """One line on why a file could not be analysed, naming what to do."""
-    if isinstance(e, (OSError, UnicodeDecodeError)):
+    if isinstance(e, (ChangedSinceRead, CannotWrite)):
+        return e.strerror
+    if isinstance(e, NotRegular):
+        return "is not a regular file (a FIFO, socket or device): skipped, not opened"
+    if isinstance(e, (OSError, UnicodeError)):
         return f"cannot read it ({getattr(e, 'strerror', None) or e}): pass a Python file"
     if isinstance(e, RecursionError):  # a valid file nested deeper than ast can walk
         return "is nested too deeply for Python's ast to analyse (a very long expression)"
@@ -1057,6 +1946,8 @@ def python_files(names):
             yield name
             continue
         for file in sorted(path.rglob("*.py")):
+            if not file.is_file():  # a FIFO or a socket named *.py: skipped, never opened
+                continue
             parts = file.relative_to(path).parts[:-1]
             skipped = any(
                 part.startswith(".")

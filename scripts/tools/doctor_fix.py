@@ -16,11 +16,12 @@ The other rules need a decision (where the barrier goes, which rank is local): d
 """
 
 import difflib
+import re
 
 import libcst as cst
+from doctor import FIXABLE, physical_lines
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-FIXABLE = {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"}
 # torch.cuda.amp's positional parameters, which torch.amp's signatures take in another place (after the device)
 POSITIONAL = {
     "autocast": ["enabled", "dtype", "cache_enabled"],
@@ -157,6 +158,8 @@ class Fixer(cst.CSTTransformer):
                 rest = rest[: ends[0]] if ends else rest
             if not rest or any(self.stops(s) for s in rest):
                 continue  # nothing to wrap, or a jump out of it: not unambiguous
+            if dotted(call.func).endswith("no_sync") and any(self.steps(s) for s in rest):
+                continue  # the step under no_sync would use unsynchronised gradients: ranks diverge
             block = cst.With(
                 items=[cst.WithItem(call)],
                 body=cst.IndentedBlock(body=rest),
@@ -165,6 +168,16 @@ class Fixer(cst.CSTTransformer):
             statements[i : i + 1 + len(rest)] = [block]
             self.done(line.body[0], "DDL115")
         return statements
+
+    @staticmethod
+    def steps(statement):
+        """Whether a statement calls an optimizer step (`optimizer.step()`, `scaler.step(optimizer)`)."""
+        return any(
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "step"
+            for n in walk(statement)
+        )
 
     @staticmethod
     def stops(statement):
@@ -183,13 +196,21 @@ class Fixer(cst.CSTTransformer):
         return bool(found)
 
 
+def walk(node):
+    """Every node under `node`, itself included."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
 def fix_source(source, findings, uses_accelerate=False):
-    """(the fixed source, [(line, code), ...] fixed). `findings` are doctor's, for this source."""
-    lines = source.splitlines()
+    """(the fixed source, [(line, code), ...] fixed). `findings` are doctor's, for this source; those it marked
+    not fixable (the rewrite would change what some path does) are left as they are."""
+    lines = physical_lines(source)
     targets = {
         (f.line, char_column(lines[f.line - 1], f.col)): f.code
         for f in findings
-        if f.code in FIXABLE
+        if f.code in FIXABLE and f.fixable
     }
     if not targets:
         return source, []
@@ -218,8 +239,8 @@ def fix_source(source, findings, uses_accelerate=False):
 def unified_diff(path, before, after):
     return "".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
+            re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", before),
+            re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", after),
             fromfile=str(path),
             tofile=str(path),
         )

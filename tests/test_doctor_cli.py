@@ -1,0 +1,224 @@
+"""doctor's interfaces, as linters have them (issue 33, item 3): exact `# noqa` codes, --select/--ignore with
+prefixes, a [tool.ddp-doctor] section in the checked project's pyproject.toml, --output-format
+text|json|github|sarif, --statistics, --version, and exit codes 0 clean / 1 findings / 2 bad input with one
+`error:` line."""
+
+import json
+
+import doctor
+import pytest
+
+# DDL113 (line 3), DDL107 (line 4), DDL102 (line 5, fixable)
+THREE = (
+    "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+    "torch.save(model.state_dict(), 'w.pt')\nscaler = torch.cuda.amp.GradScaler()\n"
+)
+
+
+def run(capsys, *argv):
+    """(exit code, stdout, stderr) of `ddp-doctor ARGV`, argparse's own exits included."""
+    try:
+        code = doctor.main([str(a) for a in argv])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def reported(capsys, *argv):
+    code, out, err = run(capsys, *argv)
+    assert err == "", err
+    return code, [line.split()[1] for line in out.splitlines()]
+
+
+@pytest.fixture
+def three(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(THREE)
+    return path
+
+
+@pytest.mark.parametrize(
+    "comment, silenced",
+    [
+        ("# noqa: DDL1070", False),  # matched as a substring before: DDL107 is in DDL1070
+        ("# noqa: DDL10", False),
+        ("# noqa: DDL107", True),
+        ("# noqa:DDL108,DDL107", True),
+        ("# noqa: E501 ddl107", True),
+        ("# noqa", True),
+    ],
+)
+def test_noqa_codes_are_matched_exactly(comment, silenced):
+    source = THREE.replace("'w.pt')\n", f"'w.pt')  {comment}\n")
+    codes = [f.code for f in doctor.check_source(source)]
+    assert ("DDL107" not in codes) == silenced, (comment, codes)
+    assert "DDL102" in codes and "DDL113" in codes  # a comment on line 4 silences nothing else
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ([], ["DDL113", "DDL107", "DDL102"]),
+        (["--select", "DDL10"], ["DDL107", "DDL102"]),
+        (["--select", "ddl113,DDL102"], ["DDL113", "DDL102"]),
+        (["--ignore", "DDL11"], ["DDL107", "DDL102"]),
+        (["--select", "DDL1", "--ignore", "DDL107"], ["DDL113", "DDL102"]),
+        (["--select", "DDL107", "--ignore", "DDL1"], ["DDL107"]),  # the more specific prefix wins
+    ],
+)
+def test_select_and_ignore_take_codes_and_prefixes(capsys, three, argv, expected):
+    assert reported(capsys, three, *argv) == (1, expected)
+
+
+def test_ignoring_every_finding_exits_0(capsys, three):
+    assert run(capsys, three, "--ignore", "DDL") == (0, "", "")
+
+
+def test_the_checked_projects_pyproject_section_selects_and_the_command_line_overrides(
+    capsys, tmp_path
+):
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.ddp-doctor]\nignore = ["DDL113", "ddl102"]\n'
+    )
+    train = project / "src" / "train.py"
+    train.write_text(THREE)
+    assert reported(capsys, train) == (1, ["DDL107"])
+    assert reported(capsys, train, "--ignore", "DDL107") == (1, ["DDL113", "DDL102"])
+    elsewhere = tmp_path / "train.py"  # outside the project: its section does not apply
+    elsewhere.write_text(THREE)
+    assert reported(capsys, elsewhere) == (1, ["DDL113", "DDL107", "DDL102"])
+
+
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ('select = ["DDL9"]', "'DDL9' matches no code"),
+        ('exclude = ["x"]', "unknown key(s) ['exclude']"),
+        ("ignore = [", "cannot read it"),
+    ],
+)
+def test_a_bad_pyproject_section_is_one_error_line_and_exit_2(capsys, tmp_path, section, message):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.ddp-doctor]\n{section}\n")
+    (tmp_path / "train.py").write_text(THREE)
+    code, out, err = run(capsys, tmp_path / "train.py")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: "), err
+    assert message in err and "pyproject.toml" in err
+
+
+def test_json_output_has_one_object_per_finding(capsys, three):
+    code, out, err = run(capsys, three, "--output-format", "json")
+    rows = json.loads(out)
+    assert code == 1 and err == ""
+    assert [(r["line"], r["column"], r["code"]) for r in rows] == [
+        (3, 1, "DDL113"),
+        (4, 1, "DDL107"),
+        (5, 10, "DDL102"),
+    ]
+    assert all(r["path"] == str(three) for r in rows)
+    assert [r["fixable"] for r in rows] == [False, False, True]
+    assert rows[1]["message"] == doctor.RULES["DDL107"][0]
+    assert rows[1]["guide"].startswith("guides/your-script.md#11-save")
+    assert run(capsys, three, "--output-format", "json", "--ignore", "DDL")[:2] == (0, "[]\n")
+
+
+def test_github_output_is_one_workflow_command_per_finding(capsys, three):
+    code, out, _ = run(capsys, three, "--output-format", "github")
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 3
+    assert lines[1].startswith(
+        f"::error title=ddp-doctor (DDL107),file={three},line=4,col=1::{three}:4:1: DDL107 one file"
+    )
+    assert "`rank %25 ngpus_per_node" in lines[1]  # % is escaped: the runner reads %XX as an escape
+
+
+def test_sarif_output_has_the_fields_sarif_2_1_0_requires(capsys, three, tmp_path, monkeypatch):
+    """No SARIF schema file can be had offline: the fields the 2.1.0 schema requires, and those code scanning
+    reads, are checked one by one."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "train.py", "--output-format", "sarif")
+    log = json.loads(out)
+    assert code == 1 and err == ""
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
+    (only,) = log["runs"]
+    driver = only["tool"]["driver"]
+    assert driver["name"] == "ddp-doctor" and driver["version"] == doctor.__version__
+    rules = driver["rules"]
+    assert [r["id"] for r in rules] == sorted(doctor.RULES)
+    assert all(r["shortDescription"]["text"] and r["fullDescription"]["text"] for r in rules)
+    results = only["results"]
+    assert [r["ruleId"] for r in results] == ["DDL113", "DDL107", "DDL102"]
+    for result in results:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["message"]["text"].startswith(doctor.RULES[result["ruleId"]][0])
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        assert (
+            physical["artifactLocation"]["uri"] == "train.py"
+        )  # relative: resolved by the checkout
+        assert physical["region"]["startLine"] >= 3 and physical["region"]["startColumn"] >= 1
+    absolute = run(capsys, three, "--output-format", "sarif")[1]
+    uri = json.loads(absolute)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert uri["artifactLocation"]["uri"] == three.as_uri()
+
+
+def test_statistics_count_each_code_and_mark_the_fixable(capsys, three, tmp_path):
+    other = tmp_path / "other.py"
+    other.write_text(THREE.replace("scaler =", "torch.save(net.state_dict(), 'n.pt')\nscaler ="))
+    code, out, err = run(capsys, three, other, "--statistics")
+    assert code == 1 and err == ""
+    assert out.splitlines() == [
+        f"3\tDDL107\t    {doctor.RULES['DDL107'][0]}",
+        f"2\tDDL102\t[*] {doctor.RULES['DDL102'][0]}",
+        f"2\tDDL113\t    {doctor.RULES['DDL113'][0]}",
+    ]
+
+
+def test_version(capsys):
+    code, out, err = run(capsys, "--version")
+    assert code == 0 and out == f"ddp-doctor {doctor.__version__}\n"
+    assert doctor.__version__.count(".") == 2
+
+
+def test_exit_codes_0_clean_1_findings(capsys, tmp_path, three):
+    clean = tmp_path / "clean.py"
+    clean.write_text("import torch\nprint(torch.ones(2))\n")
+    assert run(capsys, clean) == (0, "", "")
+    assert run(capsys, three)[0] == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--output-format", "xml", "train.py"],
+        ["--select", "DDL9", "train.py"],
+        ["--ignore", "XYZ", "train.py"],
+        ["--no-such-option", "train.py"],
+        ["missing.py"],
+        [],
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_2(capsys, tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(THREE)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", (argv, out)
+    assert err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+
+
+def test_fix_rewrites_only_the_selected_codes(capsys, tmp_path):
+    """As ruff: --fix with --ignore (or a noqa) leaves that code's lines alone."""
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True, sampler=sampler)\n"
+        "sampler.set_epoch(0)\nscaler = torch.cuda.amp.GradScaler()\n"
+    )
+    train = tmp_path / "train.py"
+    train.write_text(source)
+    code, out, err = run(capsys, "--fix", "--ignore", "DDL104", train)
+    assert code == 0 and err == f"fixed: {train}: 6 DDL102\n", err
+    assert train.read_text() == source.replace(
+        "torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'
+    )

@@ -1,0 +1,411 @@
+"""The mistakes doctor missed and the findings it got wrong on code it had never seen (issue 33, item 2): for
+each, a script written here in the shape seen in public code (not copied from it) with the mistake, and the
+same script done right. The bad one must get the code, the good one must not."""
+
+import doctor
+import pytest
+
+DDP_HEAD = (
+    "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from torch.utils.data import DataLoader, DistributedSampler\n"
+    "dist.init_process_group('gloo')\n"
+)
+DDP_TAIL = "dist.destroy_process_group()\n"
+ACCELERATE_HEAD = (
+    "import torch\nimport torch.nn.functional as F\nfrom accelerate import Accelerator\n"
+    "accelerator = Accelerator()\n"
+)
+
+# name: (code, the mistake, done right)
+PAIRS = {
+    # -- a summed training loss under DDP / Accelerate (a VAE migrated with the guide) ----------------------
+    "summed loss under DDP": (
+        "DDL123",
+        DDP_HEAD + "model = DDP(Vae())\n"
+        "def elbo(recon, x, mu, logvar):\n"
+        "    bce = F.binary_cross_entropy(recon, x, reduction='sum')\n"
+        "    return bce - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())\n"
+        "for x in loader:\n    loss = elbo(*model(x), x)\n    loss.backward()\n"
+        "    optimizer.step()\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(Vae())\n"
+        "def elbo(recon, x, mu, logvar):\n"
+        "    bce = F.binary_cross_entropy(recon, x, reduction='sum')\n"
+        "    return bce - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())\n"
+        "for x in loader:\n    loss = elbo(*model(x), x) * dist.get_world_size()\n"
+        "    loss.backward()\n    optimizer.step()\n" + DDP_TAIL,
+    ),
+    "summed loss under Accelerate": (
+        "DDL123",
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "criterion = torch.nn.MSELoss(reduction='sum')\n"
+        "for x, y in loader:\n    loss = criterion(model(x), y)\n    accelerator.backward(loss)\n"
+        "    optimizer.step()\n",
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "criterion = torch.nn.MSELoss(reduction='sum')\n"
+        "for x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    loss *= accelerator.num_processes  # DDP averages: the sum over the global batch\n"
+        "    accelerator.backward(loss)\n    optimizer.step()\n",
+    ),
+    "a summed evaluation loss is not a training loss": (
+        "DDL123",
+        DDP_HEAD + "model = DDP(net)\nfor x, y in loader:\n"
+        "    F.cross_entropy(model(x), y, reduction='sum').backward()\n" + DDP_TAIL,
+        DDP_HEAD
+        + "model = DDP(net)\nfor x, y in loader:\n    F.cross_entropy(model(x), y).backward()\n"
+        "def test(model, loader):\n    total = 0.0\n    for x, y in loader:\n"
+        "        total += F.cross_entropy(model(x), y, reduction='sum').item()\n"
+        "    with torch.no_grad():\n        s = F.cross_entropy(model(x), y, reduction='sum')\n"
+        + DDP_TAIL,
+    ),
+    # -- the global rank as a device, assigned in a tuple (a Siamese network migrated with the guide) ------
+    "tuple-assigned global rank as a device": (
+        "DDL117",
+        DDP_HEAD + "rank, world_size = dist.get_rank(), dist.get_world_size()\n"
+        "model = DDP(net.to(rank), device_ids=[rank])\n" + DDP_TAIL,
+        DDP_HEAD + "import os\n"
+        "local_rank, world_size = int(os.environ['LOCAL_RANK']), dist.get_world_size()\n"
+        "model = DDP(net.to(local_rank), device_ids=[local_rank])\n" + DDP_TAIL,
+    ),
+    # -- shuffle=True through a kwargs dict beside a sampler (pytorch/examples' loader-kwargs style) -------
+    "shuffle=True in a kwargs dict literal": (
+        "DDL104",
+        DDP_HEAD + "loader_kwargs = {'batch_size': 64, 'shuffle': True}\n"
+        "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler, **loader_kwargs)\n"
+        "sampler.set_epoch(0)\n" + DDP_TAIL,
+        DDP_HEAD + "loader_kwargs = {'batch_size': 64}\n"
+        "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler, **loader_kwargs)\n"
+        "sampler.set_epoch(0)\n" + DDP_TAIL,
+    ),
+    "shuffle=True merged into the kwargs by update()": (
+        "DDL104",
+        DDP_HEAD + "train_kwargs = {'batch_size': 64}\n"
+        "if use_cuda:\n    extra = dict(num_workers=1, pin_memory=True, shuffle=True)\n"
+        "    train_kwargs.update(extra)\n"
+        "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler, **train_kwargs)\n"
+        "sampler.set_epoch(0)\n" + DDP_TAIL,
+        DDP_HEAD + "train_kwargs = {'batch_size': 64}\n"
+        "if use_cuda:\n    extra = dict(num_workers=1, pin_memory=True)\n"
+        "    train_kwargs.update(extra)\n"
+        "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler, **train_kwargs)\n"
+        "sampler.set_epoch(0)\n" + DDP_TAIL,
+    ),
+    # -- DDL108: a barrier on each side of a rank check, written as a context manager ----------------------
+    "torch_distributed_zero_first-style manager": (
+        "DDL108",
+        DDP_HEAD + "from contextlib import contextmanager\n@contextmanager\n"
+        "def main_first(local_rank):\n    if local_rank not in [-1, 0]:\n        dist.barrier()\n"
+        "    yield\n" + DDP_TAIL,
+        DDP_HEAD + "from contextlib import contextmanager\n@contextmanager\n"
+        "def main_first(local_rank):\n    if local_rank not in [-1, 0]:\n        dist.barrier()\n"
+        "    yield\n    if local_rank == 0:\n        dist.barrier()\n" + DDP_TAIL,
+    ),
+    "`if RANK != -1:` means distributed: every rank enters": (
+        "DDL108",
+        DDP_HEAD
+        + "RANK = int(os.getenv('RANK', -1))\nif RANK == 0:\n    dist.all_reduce(t)\n"
+        + DDP_TAIL,
+        DDP_HEAD + "RANK = int(os.getenv('RANK', -1))\nif RANK != -1:\n    dist.all_reduce(t)\n"
+        "if RANK == -1 or dist.get_world_size() == 1:\n    print(t)\n" + DDP_TAIL,
+    ),
+    # -- DDL107: per-rank file names and a function that returns unless main ------------------------------
+    "a per-rank file name is one file per process": (
+        "DDL107",
+        DDP_HEAD + "rank = dist.get_rank()\ntorch.save(queue, 'queue.pt')\n" + DDP_TAIL,
+        DDP_HEAD + "rank = dist.get_rank()\ntorch.save(queue, 'queue' + str(rank) + '.pt')\n"
+        "torch.save(state, f'{out}/shard_{rank}.pt')\n" + DDP_TAIL,
+    ),
+    "a save after `if not is_main: return`": (
+        "DDL107",
+        DDP_HEAD + "def save_model(model, path):\n    model = model.module\n"
+        "    torch.save(model.state_dict(), path)\nsave_model(model, 'w.pt')\n" + DDP_TAIL,
+        DDP_HEAD + "def save_model(model, path):\n    if dist.get_rank() != 0:\n        return\n"
+        "    torch.save(model.module.state_dict(), path)\nsave_model(model, 'w.pt')\n" + DDP_TAIL,
+    ),
+    "a save hook passed to accelerate is called where accelerate decides": (
+        "DDL107",
+        ACCELERATE_HEAD + "def save_model_hook(models, weights, output_dir):\n"
+        "    for model in models:\n        model.save_pretrained(output_dir)\n"
+        "save_model_hook(models, [], 'out')\n",
+        ACCELERATE_HEAD + "def save_model_hook(models, weights, output_dir):\n"
+        "    for model in models:\n        model.save_pretrained(output_dir)\n"
+        "accelerator.register_save_state_pre_hook(save_model_hook)\n",
+    ),
+    "one file per item of the rank's own work is not one file": (
+        "DDL107",
+        ACCELERATE_HEAD + "import json\nwith open(out / 'results.json', 'w') as f:\n"
+        "    json.dump(results, f)\n",
+        ACCELERATE_HEAD + "import json\nfor item in queue_items:\n    name = item.hash\n"
+        "    with (out / f'{name}.json').open('w') as f:\n        json.dump(item.caption, f)\n"
+        "    with open(out / f'{item.id}.txt', 'w') as g:\n        json.dump(item.text, g)\n"
+        "def test_config(tmp):\n    with open(tmp / 'c.json', 'w') as f:\n        json.dump({}, f)\n"
+        "json.dump(results, handle_from_elsewhere)\n",
+    ),
+    # -- DDL107: every rank writing one file through a library call --------------------------------------
+    "save_pretrained on every rank": (
+        "DDL107",
+        ACCELERATE_HEAD + "model = accelerator.prepare(model)\n"
+        "accelerator.unwrap_model(model).save_pretrained(args.output_dir)\n",
+        ACCELERATE_HEAD + "model = accelerator.prepare(model)\n"
+        "accelerator.unwrap_model(model).save_pretrained(\n"
+        "    args.output_dir, is_main_process=accelerator.is_main_process, save_function=accelerator.save\n)\n"
+        "if accelerator.is_main_process:\n    tokenizer.save_pretrained(args.output_dir)\n",
+    ),
+    "to_csv on every rank": (
+        "DDL107",
+        DDP_HEAD
+        + "import pandas as pd\npd.DataFrame(rows).to_csv('results.csv', index=False)\n"
+        + DDP_TAIL,
+        DDP_HEAD + "import pandas as pd\nif dist.get_rank() == 0:\n"
+        "    pd.DataFrame(rows).to_csv('results.csv', index=False)\n"
+        "csv_text = pd.DataFrame(rows).to_csv()\n" + DDP_TAIL,
+    ),
+    "json.dump on every rank": (
+        "DDL107",
+        DDP_HEAD
+        + "import json\nwith open('metrics.json', 'w') as f:\n    json.dump(metrics, f)\n"
+        + DDP_TAIL,
+        DDP_HEAD
+        + "import json\nif dist.get_rank() == 0:\n    with open('metrics.json', 'w') as f:\n"
+        "        json.dump(metrics, f)\n"
+        "with open(f'metrics_rank{dist.get_rank()}.json', 'w') as f:\n    json.dump(metrics, f)\n"
+        + DDP_TAIL,
+    ),
+    "one save per node: rank % ngpus_per_node == 0": (
+        "DDL107",
+        DDP_HEAD + "def save_checkpoint(state, filename='checkpoint.pth.tar'):\n"
+        "    torch.save(state, filename)\n"
+        "if not distributed or (distributed and args.rank % ngpus_per_node == 0):\n"
+        "    save_checkpoint({'epoch': epoch})\n" + DDP_TAIL,
+        DDP_HEAD + "def save_checkpoint(state, filename='checkpoint.pth.tar'):\n"
+        "    torch.save(state, filename)\n"
+        "if not distributed or (distributed and args.rank == 0):\n"
+        "    save_checkpoint({'epoch': epoch})\n" + DDP_TAIL,
+    ),
+    # -- DDL102: the old-API fallback after the new one was tried -----------------------------------------
+    "torch.cuda.amp as the fallback of torch.amp": (
+        "DDL102",
+        "import torch\nfrom torch.cuda.amp import GradScaler\nscaler = GradScaler()\n",
+        "import torch\ntry:\n    from torch.amp import GradScaler\n    scaler = GradScaler('cuda')\n"
+        "except ImportError:  # torch < 2.3\n    from torch.cuda.amp import GradScaler\n"
+        "    scaler = GradScaler()\n"
+        "if hasattr(torch, 'amp'):\n    autocast = torch.amp.autocast('cuda')\nelse:\n"
+        "    autocast = torch.cuda.amp.autocast()\n"
+        "scaler = torch.amp.GradScaler('cuda') if TORCH_GE_2_4 else torch.cuda.amp.GradScaler()\n",
+    ),
+    # -- DDL119: the accumulation shapes it did not know ---------------------------------------------------
+    "accumulation by `ni - last_opt_step >= accumulate`": (
+        "DDL119",
+        DDP_HEAD
+        + "model = DDP(net)\nfor i, (x, y) in enumerate(loader):\n    ni = i + nb * epoch\n"
+        "    scaler.scale(model(x).sum()).backward()\n    if ni - last_opt_step >= accumulate:\n"
+        "        scaler.step(optimizer)\n        scaler.update()\n        last_opt_step = ni\n"
+        + DDP_TAIL,
+        DDP_HEAD
+        + "model = DDP(net)\nfor i, (x, y) in enumerate(loader):\n    ni = i + nb * epoch\n"
+        "    step_now = ni - last_opt_step >= accumulate\n"
+        "    with (contextlib.nullcontext() if step_now else model.no_sync()):\n"
+        "        scaler.scale(model(x).sum()).backward()\n    if step_now:\n"
+        "        scaler.step(optimizer)\n        scaler.update()\n        last_opt_step = ni\n"
+        + DDP_TAIL,
+    ),
+    "the step inside a loss-scaler call": (
+        "DDL119",
+        "import util.misc as misc\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+        "    for it, (x, _) in enumerate(loader):\n        loss = model(x) / accum_iter\n"
+        "        loss_scaler(loss, optimizer, update_grad=(it + 1) % accum_iter == 0)\n"
+        "        misc.all_reduce_mean(loss.item())\n",
+        "import util.misc as misc\ndef train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+        "    for it, (x, _) in enumerate(loader):\n        loss = model(x) / accum_iter\n"
+        "        last = (it + 1) % accum_iter == 0\n"
+        "        with (contextlib.nullcontext() if last else model.no_sync()):\n"
+        "            loss_scaler(loss, optimizer, update_grad=last)\n"
+        "        misc.all_reduce_mean(loss.item())\n",
+    ),
+    "`continue` until the last micro-batch": (
+        "DDL119",
+        DDP_HEAD + "model = DDP(net)\nfor i, x in enumerate(loader):\n"
+        "    (model(x).sum() / accum).backward()\n    if (i + 1) % accum != 0:\n        continue\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\nfor i, x in enumerate(loader):\n"
+        "    sync = (i + 1) % accum == 0\n"
+        "    with (contextlib.nullcontext() if sync else model.no_sync()):\n"
+        "        (model(x).sum() / accum).backward()\n    if not sync:\n        continue\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n" + DDP_TAIL,
+    ),
+    "an inner loop over micro-batches": (
+        "DDL119",
+        DDP_HEAD + "model = DDP(net)\nfor batch in loader:\n    for micro in batch.chunk(4):\n"
+        "        (model(micro).sum() / 4).backward()\n    optimizer.step()\n    optimizer.zero_grad()\n"
+        + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\nfor batch in loader:\n    micros = batch.chunk(4)\n"
+        "    with model.no_sync():\n        for micro in micros[:-1]:\n"
+        "            (model(micro).sum() / 4).backward()\n    (model(micros[-1]).sum() / 4).backward()\n"
+        "    optimizer.step()\n    optimizer.zero_grad()\n" + DDP_TAIL,
+    ),
+    "no_sync taken as a value, not called (accelerate's autoregressive accumulation)": (
+        "DDL119",
+        ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "for batches in groups:\n    for i, batch in enumerate(batches):\n"
+        "        accelerator.backward(model(batch).loss)\n    optimizer.step()\n",
+        ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "for batches in groups:\n    for i, batch in enumerate(batches):\n"
+        "        ctx = model.no_sync if i < len(batches) - 1 else contextlib.nullcontext\n"
+        "        with ctx():\n            accelerator.backward(model(batch).loss)\n"
+        "    optimizer.step()\n",
+    ),
+    "a model made here and never wrapped all-reduces nothing": (
+        "DDL119",
+        "import torch.distributed as dist\ndef train_one_epoch(model, loader, optimizer, accum):\n"
+        "    for step, x in enumerate(loader):\n        (model(x).sum() / accum).backward()\n"
+        "        if (step + 1) % accum == 0:\n            optimizer.step()\n"
+        "    return dist.get_world_size()\n",
+        "import torch.distributed as dist\ndef main():\n    net = Net()\n"
+        "    for task in range(tasks):\n        for x in loader:\n"
+        "            (net(x).sum() / tasks).backward()\n        optimizer.step()\n"
+        "    return dist.get_world_size()\n",
+    ),
+    "a training loop whose DDP wrap is in another module": (
+        "DDL119",
+        "import torch.distributed as dist\ndef train_one_epoch(model, loader, optimizer, accum):\n"
+        "    for step, x in enumerate(loader):\n        (model(x).sum() / accum).backward()\n"
+        "        if (step + 1) % accum == 0:\n            optimizer.step()\n"
+        "            optimizer.zero_grad()\n    return dist.get_world_size()\n",
+        "import torch.distributed as dist\ndef train_one_epoch(model, loader, optimizer, accum):\n"
+        "    for step, x in enumerate(loader):\n        last = (step + 1) % accum == 0\n"
+        "        with (contextlib.nullcontext() if last else model.no_sync()):\n"
+        "            (model(x).sum() / accum).backward()\n        if last:\n"
+        "            optimizer.step()\n            optimizer.zero_grad()\n"
+        "    return dist.get_world_size()\n",
+    ),
+    # -- DDL114: a reduce elsewhere in the file no longer hides the test's denominator; a progress line is
+    # -- not a metric ---------------------------------------------------------------------------------------
+    "a test sum divided by the whole set beside a training-loss reduce": (
+        "DDL114",
+        DDP_HEAD + "sampler = DistributedSampler(test_set, shuffle=False)\nsampler.set_epoch(0)\n"
+        "dist.all_reduce(train_loss)\ntest_loss = 0.0\nfor x, y in test_loader:\n"
+        "    test_loss += F.nll_loss(model(x), y, reduction='sum').item()\n"
+        "test_loss /= len(test_loader.dataset)\n" + DDP_TAIL,
+        DDP_HEAD + "sampler = DistributedSampler(test_set, shuffle=False)\nsampler.set_epoch(0)\n"
+        "dist.all_reduce(train_loss)\ntest_loss = torch.zeros(())\nfor x, y in test_loader:\n"
+        "    test_loss += F.nll_loss(model(x), y, reduction='sum')\ndist.all_reduce(test_loss)\n"
+        "test_loss /= len(test_loader.dataset)\n"
+        "print(f'[{seen}/{len(train_loader.dataset)}] loss {loss.item():.4f}')\n" + DDP_TAIL,
+    ),
+    # -- a validation loss of one rank's shard, logged by rank 0 -------------------------------------------
+    "validation loss logged by rank 0 without a reduction": (
+        "DDL124",
+        DDP_HEAD
+        + "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n"
+        "def validate(model):\n    total, n = 0.0, 0\n    with torch.no_grad():\n"
+        "        for x, y in val_loader:\n"
+        "            total += F.cross_entropy(model(x), y, reduction='sum').item()\n"
+        "            n += len(y)\n    return total / n\n"
+        "val_loss = validate(model)\nif dist.get_rank() == 0:\n    print(f'val loss {val_loss:.4f}')\n"
+        + DDP_TAIL,
+        DDP_HEAD
+        + "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))\n"
+        "def validate(model):\n    sums = torch.zeros(2)\n    with torch.no_grad():\n"
+        "        for x, y in val_loader:\n"
+        "            sums[0] += F.cross_entropy(model(x), y, reduction='sum')\n"
+        "            sums[1] += len(y)\n    dist.all_reduce(sums)\n    return (sums[0] / sums[1]).item()\n"
+        "val_loss = validate(model)\nif dist.get_rank() == 0:\n    print(f'val loss {val_loss:.4f}')\n"
+        + DDP_TAIL,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_the_mistake_is_found_and_the_right_shape_is_left_alone(name):
+    code, bad, good = PAIRS[name]
+    found = [f.code for f in doctor.check_source(bad)]
+    assert code in found, (name, found)
+    left = [f.code for f in doctor.check_source(good)]
+    assert code not in left, (name, left)
+
+
+def test_every_new_finding_is_reported_without_a_fix_that_changes_the_program():
+    """The kwargs-dict shuffle is reported, not rewritten: the fix would have to edit the dict, which another
+    loader may share."""
+    (finding,) = [
+        f
+        for f in doctor.check_source(PAIRS["shuffle=True in a kwargs dict literal"][1])
+        if f.code == "DDL104"
+    ]
+    assert not finding.fixable
+    fallback = PAIRS["torch.cuda.amp as the fallback of torch.amp"][2]
+    assert (
+        doctor.check_source(fallback) == []
+    )  # nothing for --fix to turn into the call that failed
+
+
+# name: (code, a script that imports what it uses under another name)
+ALIASED = {
+    "DDP imported as Wrap": (
+        "DDL112",
+        "from torch.nn.parallel import DistributedDataParallel as Wrap\n"
+        "model = Wrap(net, find_unused_parameters=True)\n",
+    ),
+    "a wrapped state_dict through the alias": (
+        "DDL106",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as Wrap\nmodel = Wrap(net)\n"
+        "if rank == 0:\n    torch.save(model.state_dict(), 'w.pt')\n",
+    ),
+    "a collective imported under another name": (
+        "DDL108",
+        "from torch.distributed import all_reduce as sum_over_ranks\nif rank == 0:\n"
+        "    sum_over_ranks(t)\n",
+    ),
+    "torch.distributed under a name of its own": (
+        "DDL108",
+        "import torch.distributed as comm\nif comm.get_rank() == 0:\n    comm.all_reduce(t)\n",
+    ),
+    "torch.save imported as persist": (
+        "DDL107",
+        "import torch.distributed as dist\nfrom torch import save as persist\n"
+        "dist.init_process_group()\npersist(net.state_dict(), 'w.pt')\ndist.destroy_process_group()\n",
+    ),
+    "a sampler imported under another name": (
+        "DDL105",
+        "from torch.utils.data import DataLoader\nfrom torch.utils.data.distributed import "
+        "DistributedSampler as Shard\nsampler = Shard(train_set)\n"
+        "loader = DataLoader(train_set, sampler=sampler)\nfor epoch in range(3):\n"
+        "    for x in loader:\n        step(x)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALIASED))
+def test_names_are_read_as_their_imports_make_them(name):
+    """Qualified names (issue 33, item 1): whatever the script calls an import, the rule sees what it is."""
+    code, source = ALIASED[name]
+    assert code in [f.code for f in doctor.check_source(source)], name
+
+
+def test_a_name_bound_again_after_its_import_is_the_scripts_own():
+    _, source = ALIASED["a collective imported under another name"]
+    shadowed = source.replace("\nif rank == 0:", "\nsum_over_ranks = print\nif rank == 0:")
+    assert shadowed != source and doctor.check_source(shadowed) == []
+
+
+def test_every_code_is_one_rule_class_and_every_class_one_code():
+    """Issue 33, item 1: the registry is the list of classes; each owns one code (14 codes once shared one
+    visitor)."""
+    owners = [cls.code for cls in doctor.RULE_CLASSES]
+    assert sorted(owners) == sorted(doctor.RULES) and len(set(owners)) == len(owners)
+    assert all(cls.__doc__ and cls.__doc__.startswith(cls.code) for cls in doctor.RULE_CLASSES)
+
+
+def test_a_progress_line_is_not_a_metric():
+    """DDL114 fired on `len(loader.dataset)` anywhere; only a division by it is a metric."""
+    source = (
+        DDP_HEAD + "sampler = DistributedSampler(train_set)\nsampler.set_epoch(0)\n"
+        "for i, (x, y) in enumerate(train_loader):\n"
+        "    print(f'[{i * len(x)}/{len(train_loader.dataset)}]')\n"
+        "    steps = len(train_loader.dataset) // batch_size\n" + DDP_TAIL
+    )
+    assert doctor.check_source(source) == []
+    divided = source.replace("// batch_size", "/ batch_size\n    acc = correct / len(x.dataset)")
+    assert [f.code for f in doctor.check_source(divided)] == ["DDL114"]
