@@ -18,6 +18,7 @@ alias is resolved), not types, so a helper that hides a collective behind anothe
 
 import argparse
 import ast
+import functools
 import io
 import os
 import re
@@ -446,12 +447,10 @@ class Checker:
                         t for a, t in zip(args, target_names) if "model" in a.lower()
                     )
 
-    @property
+    @functools.cached_property
     def shuffling_dicts(self):
         """Names of dicts that hold shuffle=True: `{"shuffle": True}`, `dict(shuffle=True)`, `d["shuffle"] = True`,
         and those updated from one (`train_kwargs.update(cuda_kwargs)`, pytorch/examples' mnist)."""
-        if hasattr(self, "_shuffling"):
-            return self._shuffling
         found, updates = set(), []
         for node in self.nodes:
             if isinstance(node, ast.Assign) and shuffles_true(node.value):
@@ -470,8 +469,7 @@ class Checker:
                     updates.append((dotted(node.func.value), dotted(node.args[0])))
         for _ in updates:  # a chain of updates: one more link each pass
             found.update(target for target, source in updates if source in found)
-        self._shuffling = found - {""}
-        return self._shuffling
+        return found - {""}
 
     def one_file_written(self, call, name, callee):
         """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
@@ -499,33 +497,27 @@ class Checker:
             return None  # a handle from elsewhere: where it writes is not known here
         return None
 
-    @property
+    @functools.cached_property
     def words(self):
         """Every name and attribute the module reads or writes (`model_without_ddp`, `.no_sync`)."""
-        if not hasattr(self, "_words"):
-            self._words = {n.id for n in self.nodes if isinstance(n, ast.Name)} | {
-                n.attr for n in self.nodes if isinstance(n, ast.Attribute)
-            }
-        return self._words
+        return {n.id for n in self.nodes if isinstance(n, ast.Name)} | {
+            n.attr for n in self.nodes if isinstance(n, ast.Attribute)
+        }
 
-    @property
+    @functools.cached_property
     def passed_functions(self):
         """Names of functions passed as an argument somewhere in the module (hooks, callbacks)."""
-        if not hasattr(self, "_passed"):
-            self._passed = {
-                a.id
-                for c in self.nodes
-                if isinstance(c, ast.Call)
-                for a in [*c.args, *(k.value for k in c.keywords)]
-                if isinstance(a, ast.Name)
-            }
-        return self._passed
+        return {
+            a.id
+            for c in self.nodes
+            if isinstance(c, ast.Call)
+            for a in [*c.args, *(k.value for k in c.keywords)]
+            if isinstance(a, ast.Name)
+        }
 
-    @property
+    @functools.cached_property
     def reductions(self):
-        if not hasattr(self, "_reductions"):
-            self._reductions = Reductions(self.nodes)
-        return self._reductions
+        return Reductions(self.nodes)
 
     def never_none(self, value):
         """Whether a DataLoader's `sampler=` is a sampler on every path: a call, or a name that every
