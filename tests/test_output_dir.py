@@ -120,6 +120,8 @@ def test_torchrun_restarts_continue_their_own_launch_whatever_the_restart_count(
     --overwrite, which was meant for the launch's first start). Another launch's are refused."""
     model, opt = model_and_optimizer()
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job-41")
+    assert lineage.restarted(tmp_path) is False  # the launch's first start, by this agent
+    lineage.started(tmp_path)  # what checkpoint.resume does once the plan is made
     save_checkpoint(tmp_path, model, opt, 20, 1, 0, lineage="run")
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")
     assert lineage.plan(flags(tmp_path), main=True) == "auto"
@@ -134,6 +136,29 @@ def test_torchrun_restarts_continue_their_own_launch_whatever_the_restart_count(
     save_checkpoint(tmp_path, model, opt, 21, 1, 0, lineage="run")
     with pytest.raises(UsageError, match="holds checkpoints"):
         lineage.plan(flags(tmp_path), main=True)
+
+
+def test_a_new_torchrun_with_the_same_rdzv_id_is_a_new_run_not_a_restart(tmp_path, monkeypatch):
+    """Issue 35: the same torchrun rendezvous id rerun with --overwrite continued the old checkpoints (a launch's
+    own were taken for a restart's). A restart is now the same agent (torchrun's process, by pid and start
+    time) starting a worker again, which each worker tells from a marker of its own; a new torchrun is a new
+    agent: its --overwrite deletes, and without it the run refuses."""
+    model, opt = model_and_optimizer()
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job-9")
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")
+    monkeypatch.setattr(lineage, "agent", lambda: "4242.100")
+    assert lineage.plan(flags(tmp_path), main=True) == "none"  # the first run: nothing there yet
+    lineage.started(tmp_path)
+    save_checkpoint(tmp_path, model, opt, 14, 1, 0, lineage="run")
+    monkeypatch.setattr(
+        lineage, "agent", lambda: "5151.900"
+    )  # the user runs the same command again
+    with pytest.raises(UsageError, match="holds checkpoints of an earlier run"):
+        lineage.plan(flags(tmp_path), main=True)
+    assert lineage.plan(flags(tmp_path, overwrite=True), main=True) == "none"
+    assert steps(tmp_path) == []
+    assert (tmp_path / ".launches" / "job-9" / "4242.100-0").exists()
+    assert lineage.agent() is not None or not os.path.exists("/proc")
 
 
 def test_a_rewind_refuses_while_later_checkpoints_exist_and_overwrite_deletes_only_those(tmp_path):
@@ -312,6 +337,7 @@ def test_a_best_model_is_a_runs_own_a_fresh_run_refuses_it_and_overwrite_deletes
     assert not best.exists()
     # the same torchrun launch's earlier try wrote it before any checkpoint: a restart starts over
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job-7")
+    lineage.started(tmp_path)  # the launch's first try, by this agent
     best = best_dir(tmp_path, "try-1", launch="job-7")
     assert lineage.plan(flags(tmp_path), main=True) == "none" and not best.exists()
     # a rewind to step 14 while best/ holds step 42's model: that model was never beaten by the rewound run

@@ -206,6 +206,7 @@ def resume(args, model, optimizer, scheduler, train_loader, scaler=None):
 
     main = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
     resume_from = lineage.plan(args, main)
+    lineage.started(args.output_dir)  # a torchrun restart of this worker's agent will know it
     sha = getattr(args, "data_sha256", None)
     epoch, step, samples, run = restore(
         resume_from, args.output_dir, model, optimizer, scaler, scheduler, data=sha

@@ -3,8 +3,8 @@
 Every checkpoint's state.json names its lineage ("run": an id made when a run starts fresh, carried on by each
 resume) and the torchrun launch that wrote it ("launch": TORCHELASTIC_RUN_ID). From those, before training:
 - a fresh run into an output dir that holds checkpoints refuses in one line naming --resume auto and
-  --overwrite, unless they are this torchrun launch's own: torchrun restarted the workers (on a multi-node job
-  the healthy nodes restart theirs with TORCHELASTIC_RESTART_COUNT=0, so the count alone cannot tell);
+  --overwrite, unless they are this torchrun launch's own and its agent restarted the workers (`restarted`: a
+  new torchrun with the same --rdzv-id is a new run, and its --overwrite is honoured);
 - a rewind (--resume <a checkpoint>) refuses while checkpoints at or past its step (read from its state.json,
   not from its name), another run's checkpoints, or a later best model sit in the output dir, since --resume
   auto would later continue those (or best/ keep them) instead; --overwrite deletes them;
@@ -29,6 +29,49 @@ def launch_id():
     without --standalone or --rdzv-id is the literal "none", shared by every launch: not an id."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID", "")
     return None if run_id in ("", "none") else run_id
+
+
+def agent():
+    """torchrun's agent that started this worker (its parent process), as "<pid>.<start time>", so that a pid the
+    OS reuses is another agent; None where /proc cannot tell."""
+    try:
+        stat = Path(f"/proc/{os.getppid()}/stat").read_text()
+        return f"{os.getppid()}.{stat.rsplit(')', 1)[1].split()[19]}"
+    except (OSError, IndexError):
+        return None
+
+
+def _marker(output_dir):
+    launch, me = launch_id(), agent()
+    if launch is None or me is None:
+        return None
+    return Path(output_dir) / ".launches" / launch / f"{me}-{os.environ.get('LOCAL_RANK', '0')}"
+
+
+def restarted(output_dir):
+    """Whether this torchrun launch's agent has started a worker in this output dir before: torchrun restarted
+    its workers (on a multi-node restart the healthy nodes' agents restart theirs with
+    TORCHELASTIC_RESTART_COUNT=0, so the count cannot tell), rather than a new torchrun run again with the same
+    --rdzv-id. Each worker judges alone, from a marker of its own that `started` leaves (<output-dir>/.launches/
+    <launch>/<agent>-<local rank>), so every worker of a launch decides the same without a collective."""
+    if launch_id() is None:
+        return False
+    marker = _marker(output_dir)
+    return (
+        marker is None or marker.exists() or marker.is_symlink()
+    )  # no /proc: a restart, as before
+
+
+def started(output_dir):
+    """Leave this worker's marker, once its run has taken the output dir (created exclusively: never through a
+    planted link)."""
+    marker = _marker(output_dir)
+    if marker is not None and not (marker.exists() or marker.is_symlink()):
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except OSError:
+            pass  # a marker left out makes a later restart of this agent refuse in one line, not lose work
 
 
 def new_id():
@@ -98,11 +141,10 @@ def plan(args, main):
     best = Path(args.output_dir) / "best"
     best_launch = read_field(best / "eval.json", "launch") if best.is_dir() else None
     if args.resume == "none":
-        if launch is not None and any(owner(p)[1] == launch for _, p in found):
-            return "auto"  # torchrun restarted this launch's workers: continue its own checkpoints
-        mine = (
-            launch is not None and best_launch == launch
-        )  # best/ of an earlier try of this launch
+        again = restarted(args.output_dir)  # torchrun restarted this launch's workers
+        if again and any(owner(p)[1] == launch for _, p in found):
+            return "auto"  # continue the launch's own checkpoints
+        mine = again and best_launch == launch  # best/ of an earlier try of this launch
         if not found and (not best.is_dir() or mine):
             _delete([best] if best.is_dir() else [], main)
             return "none"
