@@ -117,6 +117,14 @@ PAIRS = {
         DDP_HEAD + "rank = dist.get_rank()\ntorch.save(queue, 'queue' + str(rank) + '.pt')\n"
         "torch.save(state, f'{out}/shard_{rank}.pt')\n" + DDP_TAIL,
     ),
+    "a per-rank file name bound to a variable first is one file per process": (
+        "DDL107",
+        DDP_HEAD + "def train(args):\n    path = os.path.join(args.out, 'queue.pth')\n"
+        "    torch.save({'queue': queue}, path)\n" + DDP_TAIL,
+        DDP_HEAD
+        + "def train(args):\n    path = os.path.join(args.out, 'queue' + str(args.rank) + '.pth')\n"
+        "    for epoch in range(3):\n        torch.save({'queue': queue}, path)\n" + DDP_TAIL,
+    ),
     "a save after `if not is_main: return`": (
         "DDL107",
         DDP_HEAD + "def save_model(model, path):\n    model = model.module\n"

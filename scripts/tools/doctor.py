@@ -816,11 +816,27 @@ class WriteOnEveryRank(CallRule):
         if (
             path is not None
             and (self.m.distributed or self.m.uses_accelerate)
-            and not PER_RANK.search(ast.unparse(path))
+            and not self.per_rank(call, path)
             and not (callee != "save" and (self.per_item(call, path) or self.in_test(call)))
             and not self.m.guarded(call)
         ):
             self.add(call)
+
+    def per_rank(self, call, path):
+        """A file name made from the rank, written out or bound to a name first (`queue_path = ... + str(rank)`,
+        every binding of the name in the function, or the module, made from the rank)."""
+        if PER_RANK.search(ast.unparse(path)):
+            return True
+        if not isinstance(path, ast.Name):
+            return False
+        scope = self.function_of(call) or self.m.tree
+        values = [
+            node.value
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == path.id for t in node.targets)
+        ]
+        return bool(values) and all(PER_RANK.search(ast.unparse(value)) for value in values)
 
     def per_item(self, call, path):
         used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
