@@ -152,6 +152,17 @@ PAIRS = {
         "json.dump(results, handle_from_elsewhere)\n",
     ),
     # -- DDL107: every rank writing one file through a library call --------------------------------------
+    "pickle or yaml dumped on every rank, the handle opened in the call": (
+        "DDL107",
+        DDP_HEAD + "import os\nimport pickle\nimport ruamel_yaml as yaml\n"
+        "pickle.dump(params, open(os.path.join(params.dump_path, 'params.pkl'), 'wb'))\n"
+        "yaml.dump(config, open(os.path.join(args.output_dir, 'config.yaml'), 'w'))\n" + DDP_TAIL,
+        DDP_HEAD + "import os\nimport pickle\nimport ruamel_yaml as yaml\n"
+        "if dist.get_rank() == 0:\n"
+        "    pickle.dump(params, open(os.path.join(params.dump_path, 'params.pkl'), 'wb'))\n"
+        "    yaml.dump(config, open(os.path.join(args.output_dir, 'config.yaml'), 'w'))\n"
+        + DDP_TAIL,
+    ),
     "save_pretrained on every rank": (
         "DDL107",
         ACCELERATE_HEAD + "model = accelerator.prepare(model)\n"

@@ -473,7 +473,7 @@ class Checker:
 
     def one_file_written(self, call, name, callee):
         """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
-        json.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
+        json/pickle/yaml.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
         process to the library (`save_pretrained(..., is_main_process=...)`, `save_function=`)."""
         if callee == "save" and name in ("torch.save", "save"):
             return (call.args[1:2] or [keyword(call, "f")])[0]
@@ -483,7 +483,10 @@ class Checker:
         if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
             given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
             return next((value for value in given if value is not None), None)
-        if name == "json.dump" and len(call.args) > 1:
+        if name in DUMPS and len(call.args) > 1:
+            opened = call.args[1]  # json.dump(x, open(path, "w")): the handle opened in the call
+            if isinstance(opened, ast.Call) and dotted(opened.func) == "open" and opened.args:
+                return opened.args[0]
             handle = dotted(call.args[1])
             for parent in self.parents_of(call):
                 for item in getattr(parent, "items", []) if isinstance(parent, ast.With) else []:
@@ -1311,6 +1314,15 @@ class ClipScaledGradients(Rule):
 
 
 WRITERS = {"save": 1, "save_file": 1, "save_pretrained": 0, "save_model": 1}
+# serializers that write into a file handle, their second argument (DDL107)
+DUMPS = (
+    "json.dump",
+    "pickle.dump",
+    "yaml.dump",
+    "yaml.safe_dump",
+    "ruamel_yaml.dump",
+    "ruamel.yaml.dump",
+)
 READERS = {"load": 0, "load_file": 0, "from_pretrained": 0, "load_state_dict_from_file": 0}
 
 
