@@ -326,7 +326,10 @@ def main():
             scaler.scale(loss).backward()
         if dist.get_rank() == 0:
             dist.barrier()  # DDL108
-    test_loss = evaluate(model) / len(test_loader.dataset)  # DDL114
+    correct = 0
+    for data, target in test_loader:
+        correct += (model(data).argmax(1) == target).sum().item()
+    accuracy = correct / len(test_loader.dataset)  # DDL114
     torch.save(model.state_dict(), "model.pt")  # DDL106 DDL107
     state = torch.load("model.pt", weights_only=False)  # DDL109
 """

@@ -29,8 +29,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from common import atomic, lineage, schedule, verify
-from common.errors import UsageError
+from common import UsageError, atomic, lineage, schedule, verify
 from common.verify import FILES, FORMAT, CheckpointError  # noqa: F401  (checkpoint.CheckpointError)
 
 
@@ -126,7 +125,7 @@ def list_checkpoints(output_dir):
     return [p for _, p in lineage.entries(output_dir)]
 
 
-def load(path, model, optimizer=None, scaler=None, scheduler=None):
+def load(path, model, optimizer=None, scaler=None, scheduler=None, data=None):
     """Load a checkpoint into the bare `model` (DDP's `.module`, or the FSDP-sharded model itself) and
     `optimizer`. Everything is verified before anything changes: on a CheckpointError both are untouched. This
     run's hyper-parameters (--lr, --momentum) win over the checkpoint's; returns state.json's fields plus
@@ -134,6 +133,15 @@ def load(path, model, optimizer=None, scaler=None, scheduler=None):
     model = verify.bare(model)
     state, model_sd, tensors, groups, values = verify.read(path)
     verify.check_fits(path, model, model_sd)
+    trained_on = state.get("data")
+    if (
+        data and trained_on and trained_on != data
+    ):  # a UsageError: --resume auto never falls back past it
+        raise UsageError(
+            f"checkpoint {str(path)!r} was trained on other data (prepared data {trained_on[:12]}, now "
+            f"{data[:12]}): --dataset, its files or the task's settings changed since; resume with the "
+            f"data it trained on, or start afresh with --overwrite or another --output-dir"
+        )
     # every rank reads the whole file; a sharded (FSDP) model keeps its own shard of it
     options = StateDictOptions(full_state_dict=verify.sharded(model))
     if optimizer is None:
@@ -168,15 +176,8 @@ def restore(
     candidates = list_checkpoints(output_dir)[::-1] if resume_from == "auto" else [resume_from]
     problems = []
     for path in candidates:
-        trained_on = lineage.read_field(Path(path) / "state.json", "data")
-        if data and trained_on and trained_on != data:  # never falls back to an older one: refuse
-            raise UsageError(
-                f"checkpoint {str(path)!r} was trained on other data (prepared data {trained_on[:12]}, "
-                f"now {data[:12]}): --dataset, its files or the task's settings changed since; resume "
-                f"with the data it trained on, or start afresh with --overwrite or another --output-dir"
-            )
         try:
-            state = load(path, model, optimizer, scaler, scheduler)
+            state = load(path, model, optimizer, scaler, scheduler, data)
         except CheckpointError as e:
             if resume_from != "auto":
                 raise
