@@ -137,6 +137,16 @@ def test_evaluation_each_epoch_or_every_n_steps_keeps_the_best_model(tmp_path, c
     assert json.loads((tmp_path / "every" / "best" / "eval.json").read_text())["step"] == 8
 
 
+def test_the_last_step_is_always_evaluated_and_offered_to_best(tmp_path, capsys):
+    """Issue 35: --eval-every that does not divide the run never offered the final steps to best/, and one past
+    the end left no best/ at all. The run's last step is evaluated whatever --eval-every says."""
+    evaluated, _, meter, _ = recorded_run(tmp_path / "five", capsys, eval_every=5)
+    assert evaluated == [5, 10, 12] and [h["step"] for h in meter.history][-1] == 12
+    evaluated, _, _, best = recorded_run(tmp_path / "past", capsys, eval_every=50)
+    assert evaluated == [12] and best.loss == 4.5
+    assert json.loads((tmp_path / "past" / "best" / "eval.json").read_text())["step"] == 12
+
+
 def test_a_non_finite_evaluation_is_never_the_best():
     """Issue 35: a NaN first evaluation became best/, and nothing beats NaN afterwards."""
     from common import best_model
