@@ -370,3 +370,67 @@ def test_a_plain_accelerator_under_every_cpu_config_does_what_its_comments_say(t
             seen["cpu"]
             == [{"n": nproc, "type": "DistributedType.MULTI_CPU", "sum": float(nproc)}] * nproc
         )
+
+
+def _bn_worker(rank, world, port, out, frozen):
+    """your-script.md item 19's proof run: an MLP with BatchNorm, SGD momentum, DistributedSampler order;
+    BatchNorm frozen (eval mode while training) when `frozen`."""
+    import torch.distributed as dist
+    from torch import nn
+
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    torch.manual_seed(0)
+    x, y = torch.randn(256, 8, generator=torch.Generator().manual_seed(1)), torch.arange(256) % 3
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+    model = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    model.train()
+    for m in model.modules():
+        if frozen and isinstance(m, nn.BatchNorm1d):
+            m.eval()
+    for start in range(0, 256, 32):  # global batch 32: rank r takes every world-th sample of it
+        idx = torch.arange(start, start + 32)[rank::world]
+        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    if rank == 0:
+        torch.save(model.module.state_dict(), out)
+    dist.destroy_process_group()
+
+
+@pytest.mark.launch
+def test_a_batchnorm_migration_is_proven_on_a_cpu_with_batchnorm_frozen(tmp_path):
+    """Issue 34: how to prove a BatchNorm model's migration on a CPU (SyncBatchNorm refuses CPU). your-script.md
+    item 19: freeze BatchNorm in the proof run, and 2 processes end on the plain script's weights; trained
+    normally, they do not, and compare names BatchNorm statistics."""
+    import subprocess
+    import sys
+
+    from conftest import free_port
+
+    runs = {}
+    for world in (1, 2):
+        for frozen in (True, False):
+            out = tmp_path / f"w{world}-{'frozen' if frozen else 'train'}.pt"
+            torch.multiprocessing.spawn(
+                _bn_worker, args=(world, free_port(), str(out), frozen), nprocs=world
+            )
+            runs[world, frozen] = torch.load(out, weights_only=True)
+    frozen = max((runs[1, True][k] - runs[2, True][k]).abs().max().item() for k in runs[1, True])
+    trained = max(
+        (runs[1, False][k] - runs[2, False][k]).abs().max().item() for k in runs[1, False]
+    )
+    print(f"\nBatchNorm frozen: max diff {frozen:.2e}; trained normally: {trained:.2e}")
+    assert frozen <= 1e-5 < trained
+    compare = [sys.executable, str(ROOT / "scripts" / "tools" / "compare.py")]
+    said = subprocess.run(
+        [*compare, str(tmp_path / "w1-train.pt"), str(tmp_path / "w2-train.pt")],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "BatchNorm" in said, said
+    guide = (ROOT / "guides" / "your-script.md").read_text()
+    assert "**Freeze BatchNorm for the proof run**" in guide

@@ -197,6 +197,18 @@ def verdict(rows, ma, mb, tolerance, params_only):
             f"the same: every difference within {tolerance:g}, what rounding leaves (fp32 about 1e-6 "
             f"here; bf16 about 1e-3)"
         )
+    statistics = [  # BatchNorm's running statistics that differ: per-process under DDP, every step
+        row.name
+        for row in rows
+        if row.name.endswith((".running_mean", ".running_var")) and row.diff
+    ]
+    also = (
+        f"; or BatchNorm, whose running statistics differ too ({statistics[0]}): under DDP each process "
+        f"normalizes its own share, which moves every step (prove it with BatchNorm frozen: "
+        f"your-script.md item 19)"
+        if statistics and buffers[0] > tolerance
+        else ""
+    )
     moved = sorted(
         (row.relative, row.name) for row in rows if row.kind == "parameter" and not row.zero
     )
@@ -213,13 +225,13 @@ def verdict(rows, ma, mb, tolerance, params_only):
             f"world-size/batch mismatch (likely): most parameter tensors differ by a similar relative "
             f"amount ({middle:.2g} to {high:.2g}), as when every step differs: a global batch that "
             f"changed, a summed loss under DDP with SGD (each step 1/world-size), another data order, "
-            f"or dropout or noise drawn differently"
+            f"or dropout or noise drawn differently{also}"
         )
     return (
         f"real divergence: concentrated in some tensors (relative {high:.2g} in {high_name}, "
         f"{low:.2g} in {low_name}): they trained differently from the rest (under Adam a summed loss "
         f"under DDP shows this way too: Adam undoes the 1/world-size scale except where gradients "
-        f"are as small as its eps)"
+        f"are as small as its eps){also}"
     )
 
 
