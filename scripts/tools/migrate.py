@@ -63,7 +63,14 @@ class Refused(Exception):
 
 def calls_named(node, *names):
     """Every call in `node` whose function's last name is one of `names`."""
-    return [c for c in m.findall(node, m.Call()) if dotted(c.func).rsplit(".", 1)[-1] in set(names)]
+    return [c for c in m.findall(node, m.Call()) if last_name(c.func) in set(names)]
+
+
+def last_name(func):
+    """`f` of `f(...)`, `a.b.f(...)` and `x(y).f(...)` alike."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def keyword(call, name):
@@ -483,9 +490,12 @@ def to_torchrun(source, path="train.py"):
                 f for n, f in functions.items() if n in test_fns and a in m.findall(f, m.Arg())
             ]
             if not inside:
+                where = [n for n, f in functions.items() if a in m.findall(f, m.Arg())]
                 raise Refused(
-                    f"line {mig.line(a)}: a summed loss (reduction='sum') built outside the train and "
-                    f"test functions: whether it trains must be read by hand ({GUIDE} item 18)"
+                    f"line {mig.line(a)}: a summed loss (reduction='sum') in "
+                    f"{where[0] + '()' if where else 'module code'}, neither the train function nor a "
+                    f"test function reading a DataLoader of main(): whether it trains, and on what, "
+                    f"must be read by hand ({GUIDE} items 7 and 18)"
                 )
     if summed:
         if not isinstance(backward.func, cst.Attribute) or not isinstance(
@@ -696,15 +706,16 @@ def migrate_test(mig, function, index):
         for i, (_, whole) in enumerate(sums)
     )
     back = back if len(sums) > 1 else back + ","
+    after = body[body.index(block) + 1 :]
     mig.insert(
-        mig.last_line(block) + 1,
+        mig.line(after[0]) if after else mig.last_line(block) + 1,  # after the blank lines, if any
         f"{pad}totals = [{names}, len({loader}.dataset)]  # this shard's sums: {GUIDE} item 7\n"
         f"{pad}totals = torch.tensor(totals, dtype=torch.float64, device=device)  # {GUIDE} item 7\n"
         f"{pad}dist.all_reduce(totals)  # every process, every shard: {GUIDE} item 7\n"
         f"{pad}{names} = {back}  # every shard's sums: {GUIDE} item 7\n"
         f"{pad}test_size = int(totals[{len(sums)}].item())  # the whole set's size: {GUIDE} item 7\n",
     )
-    for statement in body[body.index(block) + 1 :]:
+    for statement in after:
         for simple in (
             enclosing_statements(statement)
             if not isinstance(statement, cst.SimpleStatementLine)
