@@ -18,6 +18,7 @@ GUIDES = ROOT / "guides"
 GUIDE_ORDER = [
     "your-script.md",
     "doctor.md",
+    "migrate.md",
     "step-1-2.md",
     "step-2-3.md",
     "step-3-4.md",
