@@ -38,31 +38,44 @@ def changes(before, after):
     return removed, added
 
 
+def written(code, added, *expected):
+    """Every block of inserted or changed lines names its checklist item, the expected lines are there, and
+    doctor finds nothing in the migration."""
+    for block in added:
+        assert any("your-script.md item" in line for line in block), block
+    for line in expected:
+        assert line in code, line
+    assert doctor.check_source(code, "migrated.py") == []
+
+
+# the only original lines that change: the summed backward, the two prints, the test's division, the device
+# line, the two loaders and the save; everything else (odd spacing, comments, quotes) is kept as it was
+CHANGED = [
+    "loss.backward()",
+    "print('Train Epoch: {} [{}/{}]\\tLoss: {:.6f}'.format(",
+    "epoch, batch_idx * len(data), len(train_loader.dataset), loss.item()))",
+    "test_loss /= len(test_loader.dataset)",
+    "print('\\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n'.format(",
+    "test_loss, correct, len(test_loader.dataset),",
+    "100. * correct / len(test_loader.dataset)))",
+    'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    "train_loader = DataLoader(dataset1,batch_size=args.batch_size, shuffle=not args.no_shuffle)",
+    "test_loader = DataLoader(dataset2, batch_size=args.test_batch_size)",
+    'torch.save(model.state_dict(), "digits_mlp.pt")',
+]
+
+
 def test_the_mnist_shape_is_rewritten_and_every_other_line_kept_byte_for_byte():
     source = SOURCE.read_text()
     code, findings = migrate.to_torchrun(source, "digits_sum.py")
     assert findings == []
     removed, added = changes(source, code)
-    # the only original lines that change: the summed backward, the two prints, the test's division, the device
-    # line, the two loaders and the save; everything else (odd spacing, comments, quotes) is kept as it was
-    assert [line.strip() for line in removed] == [
-        "loss.backward()",
-        "print('Train Epoch: {} [{}/{}]\\tLoss: {:.6f}'.format(",
-        "epoch, batch_idx * len(data), len(train_loader.dataset), loss.item()))",
-        "test_loss /= len(test_loader.dataset)",
-        "print('\\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n'.format(",
-        "test_loss, correct, len(test_loader.dataset),",
-        "100. * correct / len(test_loader.dataset)))",
-        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
-        "train_loader = DataLoader(dataset1,batch_size=args.batch_size, shuffle=not args.no_shuffle)",
-        "test_loader = DataLoader(dataset2, batch_size=args.test_batch_size)",
-        'torch.save(model.state_dict(), "digits_mlp.pt")',
-    ]
+    assert [line.strip() for line in removed] == CHANGED
     assert "test_size = int(totals[2].item())" in code.split("\n\n    test_loss /= test_size")[0]
     assert "self.fc1 = nn.Linear(64, 32)   # odd spacing, kept\n" in code
-    for block in added:  # every block of inserted or changed lines names its checklist item
-        assert any("your-script.md item" in line for line in block), block
-    for expected in (
+    written(
+        code,
+        added,
         "sampler = DistributedSampler(dataset1, shuffle=not args.no_shuffle, seed=args.seed, drop_last=True)",
         "DataLoader(dataset1,batch_size=args.batch_size // world_size, sampler=sampler)",
         "(loss * dist.get_world_size()).backward()",
@@ -77,10 +90,8 @@ def test_the_mnist_shape_is_rewritten_and_every_other_line_kept_byte_for_byte():
         "    del model",
         "    dist.destroy_process_group()",
         "import torch.distributed.nn  # before init_process_group",
-    ):
-        assert expected in code, expected
+    )
     assert code.index("import torch.distributed.nn") < code.index("class Net")
-    assert doctor.check_source(code, "migrated.py") == []  # doctor finds nothing in the migration
 
 
 @pytest.mark.parametrize(
@@ -113,6 +124,37 @@ def test_the_migrated_script_refuses_a_batch_that_does_not_split_in_one_line():
     assert (
         'raise SystemExit(f"error: a global batch of {args.batch_size} does not divide by' in code
     )
+
+
+def test_the_accelerate_rewrite_changes_only_its_lines_and_passes_the_accelerator_in():
+    source = SOURCE.read_text()
+    code, findings = migrate.to_accelerate(source, "digits_sum.py")
+    assert findings == []
+    removed, added = changes(source, code)
+    # and the train and test functions' headers and calls, which take the Accelerator
+    headers = ["def train(args, model, device, train_loader, optimizer, epoch):"]
+    headers += ["def test(model, device, test_loader):"]
+    calls = ["train(args, model, device, train_loader, optimizer, epoch)"]
+    calls += ["test(model, device, test_loader)"]
+    assert sorted(line.strip() for line in removed) == sorted(CHANGED + headers + calls)
+    written(
+        code,
+        added,
+        "accelerator = Accelerator(cpu=not torch.cuda.is_available())",
+        "rank, world_size = accelerator.process_index, accelerator.num_processes",
+        "DataLoader(dataset1,batch_size=args.batch_size // world_size, shuffle=not args.no_shuffle)",
+        "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)",
+        "accelerator.backward(loss * accelerator.num_processes)",
+        "def train(args, model, device, train_loader, optimizer, epoch, accelerator):",
+        "        train(args, model, device, train_loader, optimizer, epoch, accelerator)",
+        'totals = accelerator.reduce(totals, reduction="sum")',
+        "            accelerator.print('Train Epoch",
+        "        accelerator.wait_for_everyone()",
+        "        if accelerator.is_main_process:",
+        'torch.save(accelerator.unwrap_model(model).state_dict(), "digits_mlp.pt")',
+        "    accelerator.end_training()",
+    )
+    assert "sampler" not in code and "dist." not in code
 
 
 BN = "self.fc1 = nn.Linear(64, 32)   # odd spacing, kept\n        self.bn = nn.BatchNorm1d(32)"
@@ -171,13 +213,15 @@ def test_what_it_cannot_rewrite_with_certainty_is_refused_in_one_line(
     assert "Traceback" not in captured.err + captured.out
 
 
-def test_no_dataloader_and_a_missing_file_and_accelerate_are_refused_in_one_line(tmp_path, capsys):
+def test_no_dataloader_and_a_missing_file_are_refused_in_one_line(tmp_path, capsys):
     script = tmp_path / "lm.py"
     script.write_text("import torch\n\n\ndef main():\n    x = torch.zeros(3)\n")
+    defaulted = tmp_path / "defaulted.py"
+    defaulted.write_text(SOURCE.read_text().replace("optimizer, epoch):", "optimizer, epoch=1):"))
     for argv, words in (
         ([str(script), "--to", "torchrun"], "no DataLoader"),
+        ([str(defaulted), "--to", "accelerate"], "train()'s last parameter has a default"),
         ([str(tmp_path / "missing.py"), "--to", "torchrun"], "cannot read"),
-        ([str(fixture(tmp_path)), "--to", "accelerate"], "not in this first cut"),
     ):
         assert migrate.main(argv) == 2
         err = capsys.readouterr().err.splitlines()
@@ -221,9 +265,9 @@ def test_randomness_in_a_dataset_is_migrated_as_a_finding_and_makes_the_proof_im
     assert "proof: impossible here" in capsys.readouterr().out
 
 
-def prove(script, *flags):
+def prove(script, *flags, to="torchrun"):
     proc = subprocess.run(
-        [sys.executable, str(TOOL), str(script), "--to", "torchrun", "--prove", "--", *flags],
+        [sys.executable, str(TOOL), str(script), "--to", to, "--prove", "--", *flags],
         capture_output=True,
         text=True,
         timeout=300,
@@ -245,3 +289,12 @@ def test_a_summed_loss_migrated_trains_the_plain_weights_under_torchrun_2_proces
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert diff is not None and diff <= 1e-5
     assert "--save-model" in proc.stdout  # the save's store_true flag was switched on for both runs
+
+
+@pytest.mark.launch
+def test_a_summed_loss_migrated_to_accelerate_trains_the_plain_weights_under_accelerate_launch(
+    tmp_path,
+):
+    proc, diff = prove(fixture(tmp_path), "--epochs", "2", "--no-shuffle", to="accelerate")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert diff is not None and diff <= 1e-5 and "accelerate launch --config_file" in proc.stdout

@@ -1,6 +1,8 @@
-"""Migrate a plain single-process training script to DDP under torchrun, and prove it trains the same model.
+"""Migrate a plain single-process training script to DDP under torchrun, or to Accelerate, and prove that it
+trains the same model.
 
     python scripts/tools/migrate.py train.py --to torchrun -o train_ddp.py
+    python scripts/tools/migrate.py train.py --to accelerate -o train_accelerate.py
     python scripts/tools/migrate.py train.py --to torchrun --prove -- --epochs 1 --dropout 0
 
 A first cut (issue 36): it rewrites scripts of the pytorch/examples mnist/main.py shape and refuses the rest.
@@ -20,8 +22,14 @@ is distributed already. Randomness drawn per sample from a process's own generat
 `forward`) is migrated and reported as a finding (`path:line:col: MIG201 ...`, exit code 1): it trains, but no
 run with more processes draws what the plain run draws.
 
+--to accelerate writes `Accelerator(cpu=not torch.cuda.is_available())`, `prepare` (model, optimizer, training
+loader), `accelerator.backward`, `accelerator.reduce` of the test sums, `accelerator.print`, a main-process save
+of `unwrap_model(model)` and `end_training()`; the train and test functions take the Accelerator as a new last
+parameter.
+
 --prove runs the plain script in one process and the migration under `torchrun --standalone --nproc_per_node=2`
-(gloo on a CPU) with the flags after `--`, each saving its weights where the tool says (the save path's flag is
+(`accelerate launch` with accelerate_configs/cpu_2proc.yaml for --to accelerate; gloo on a CPU) with the flags
+after `--`, each saving its weights where the tool says (the save path's flag is
 set for each run, or each runs in its own directory), then prints compare.py's report and exits with its code.
 Turn off in the flags what draws randomness differently in one process and in two (dropout, shuffling): compare's
 verdict names it otherwise. guides/migrate.md shows a worked run.
@@ -214,7 +222,16 @@ def print_statements(root):
 
 
 def to_torchrun(source, path="train.py"):
-    """The migrated source and its findings; Refused when the shape is not one this cut knows."""
+    """The migration to DDP under torchrun and its findings; Refused when the shape is not one this cut knows."""
+    return rewrite(source, path, accelerate=False)
+
+
+def to_accelerate(source, path="train.py"):
+    """The migration to Accelerate (Accelerator, prepare, backward, reduce, print, unwrap_model)."""
+    return rewrite(source, path, accelerate=True)
+
+
+def rewrite(source, path, accelerate):
     mig = Migration(source, path)
     module = mig.module
 
@@ -237,7 +254,7 @@ def to_torchrun(source, path="train.py"):
     used = {n.value for n in m.findall(module, m.Name())}
     if "torch" not in used:
         raise Refused("the script does not import torch")
-    clashes = sorted(used & ADDED)
+    clashes = sorted(used & (ADDED | ({"accelerator"} if accelerate else set())))
     if clashes:
         raise Refused(
             f"the script already uses the name(s) {', '.join(clashes)}, which the migration adds: "
@@ -389,22 +406,27 @@ def to_torchrun(source, path="train.py"):
     shown = "{" + b + "}" if '"' not in b and "{" not in b else "the batch size"
     args = []
     for a in train_loader.args:
-        if a is shuffle:
+        if a is shuffle and not accelerate:
             continue
         if a is batch:
             a = a.with_changes(value=cst.parse_expression(f"{b} // world_size"))
         args.append(a)
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
+    if not accelerate:  # prepare() shards the loader itself, shuffling or not
+        args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
     closing = train_loader.args[-1]  # its trailing comma and the line break before `)` stay
-    args.append(
-        cst.Arg(
-            keyword=cst.Name("sampler"),
-            value=cst.Name("sampler"),
-            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-            comma=closing.comma,
-            whitespace_after_arg=closing.whitespace_after_arg,
-        )
+    args += (
+        []
+        if accelerate
+        else [
+            cst.Arg(
+                keyword=cst.Name("sampler"),
+                value=cst.Name("sampler"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                comma=closing.comma,
+                whitespace_after_arg=closing.whitespace_after_arg,
+            )
+        ]
     )
     changed = train_stmt.with_changes(
         body=[train_stmt.body[0].with_changes(value=train_loader.with_changes(args=args))]
@@ -414,8 +436,12 @@ def to_torchrun(source, path="train.py"):
         f"{pad}if {b} % world_size:  # the global batch must split evenly: {GUIDE} item 4\n"
         f'{pad}    raise SystemExit(f"error: a global batch of {shown} does not divide by '
         f'{{world_size}} processes")\n'
-        f"{pad}sampler = DistributedSampler({dataset}, {', '.join(options)})  # instead of "
-        f"shuffle: {GUIDE} item 4\n",
+        + (
+            ""
+            if accelerate
+            else f"{pad}sampler = DistributedSampler({dataset}, {', '.join(options)})  # instead "
+            f"of shuffle: {GUIDE} item 4\n"
+        ),
     )
     mig.replace(
         train_stmt,
@@ -423,7 +449,9 @@ def to_torchrun(source, path="train.py"):
     )
     mig.insert(
         mig.line(loop.body.body[0]),
-        f"{mig.indent(loop.body.body[0])}sampler.set_epoch({loop.target.value})  # a new order every "
+        ""
+        if accelerate
+        else f"{mig.indent(loop.body.body[0])}sampler.set_epoch({loop.target.value})  # a new order every "
         f"epoch: {GUIDE} item 4\n",
     )
 
@@ -435,7 +463,13 @@ def to_torchrun(source, path="train.py"):
     pad = mig.indent(device_stmt)
     mig.replace(
         device_stmt,
-        f'{pad}local_rank = int(os.environ["LOCAL_RANK"])  # torchrun sets it: {GUIDE} item 1\n'
+        f"{pad}accelerator = Accelerator(cpu=not torch.cuda.is_available())  # real processes on a "
+        f"CPU too: {GUIDE} item A\n"
+        f"{pad}rank, world_size = accelerator.process_index, accelerator.num_processes  # {GUIDE} "
+        f"item A\n"
+        f"{pad}device = accelerator.device  # {GUIDE} item A\n"
+        if accelerate
+        else f'{pad}local_rank = int(os.environ["LOCAL_RANK"])  # torchrun sets it: {GUIDE} item 1\n'
         f"{pad}if torch.cuda.is_available():  # this process's own GPU: {GUIDE} item 2\n"
         f"{pad}    torch.cuda.set_device(local_rank)\n"
         f"{pad}dist.init_process_group()  # gloo on a CPU, NCCL on GPUs: {GUIDE} item 2\n"
@@ -450,11 +484,33 @@ def to_torchrun(source, path="train.py"):
         if seeds
         else ""
     )
-    mig.insert(
-        mig.last_line(model_stmt) + 1,
-        f"{pad}{model} = DDP({model}, device_ids=[local_rank] if torch.cuda.is_available() else None)"
-        f"  # {GUIDE} item 5\n{reseed}",
-    )
+    optimizers = [
+        (assignment(s)[0], s)
+        for s in body
+        if assignment(s)
+        and any(dotted(c.func) == f"{model}.parameters" for c in m.findall(s, m.Call()))
+    ]
+    if accelerate and len(optimizers) != 1:
+        raise Refused(
+            f"no single optimizer built from {model}.parameters() on a line of its own in "
+            f"{main.name.value}(): prepare() takes it ({GUIDE} item A)"
+        )
+    if accelerate:
+        optimizer, optimizer_stmt = optimizers[0]
+        after = max((model_stmt, optimizer_stmt, train_stmt), key=body.index)
+        pad = mig.indent(after)
+        mig.insert(
+            mig.last_line(after) + 1,
+            f"{pad}{model}, {optimizer}, {train_name} = accelerator.prepare({model}, {optimizer}, "
+            f"{train_name})  # DDP, and the loader sharded: {GUIDE} item A\n"
+            + reseed.replace(pad, mig.indent(after), 1),
+        )
+    else:
+        mig.insert(
+            mig.last_line(model_stmt) + 1,
+            f"{pad}{model} = DDP({model}, device_ids=[local_rank] if torch.cuda.is_available() else None)"
+            f"  # {GUIDE} item 5\n{reseed}",
+        )
 
     # a summed training loss: times the world size --------------------------------------------------------
     backward = calls_named(train_fn, "backward")[0]
@@ -497,7 +553,7 @@ def to_torchrun(source, path="train.py"):
                     f"test function reading a DataLoader of main(): whether it trains, and on what, "
                     f"must be read by hand ({GUIDE} items 7 and 18)"
                 )
-    if summed:
+    if summed or accelerate:
         if not isinstance(backward.func, cst.Attribute) or not isinstance(
             backward.func.value, cst.Name
         ):
@@ -507,21 +563,22 @@ def to_torchrun(source, path="train.py"):
         )
         loss = backward.func.value.value
         # the train function has no world_size of its own: read it from the group
-        scaled = cst.parse_statement(f"({loss} * dist.get_world_size()).backward()\n").with_changes(
+        if accelerate:
+            scaled = f"{loss} * accelerator.num_processes" if summed else loss
+            scaled = f"accelerator.backward({scaled})\n"
+        else:
+            scaled = f"({loss} * dist.get_world_size()).backward()\n"
+        why = f"a summed loss: DDP averages the gradients: {GUIDE} item 18"
+        if accelerate:
+            why = f"instead of backward(): {GUIDE} item A" + (", and item 18" if summed else "")
+        scaled = cst.parse_statement(scaled).with_changes(
             trailing_whitespace=statement.trailing_whitespace
         )
-        mig.replace(
-            statement,
-            mig.render(
-                scaled,
-                f"a summed loss: DDP averages the gradients: {GUIDE} item 18",
-                mig.indent(statement),
-            ),
-        )
+        mig.replace(statement, mig.render(scaled, why, mig.indent(statement)))
 
     # the test functions: a shard each, the sums all-reduced ---------------------------------------------------
     for name, (index, loader_name) in test_fns.items():
-        migrate_test(mig, functions[name], index)
+        migrate_test(mig, functions[name], index, accelerate)
         statement = built[loader_name]
         call = assignment(statement)[1]
         if not call.args or call.args[0].keyword or not isinstance(call.args[0].value, cst.Name):
@@ -563,8 +620,9 @@ def to_torchrun(source, path="train.py"):
                 f"(torch.save(model) pickles the class: {GUIDE} item 11): not rewritten"
             )
         statement = next(s for s in enclosing_statements(main) if save in m.findall(s, m.Call()))
+        unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
         bare = saved.with_changes(
-            func=saved.func.with_changes(value=cst.parse_expression(f"{model}.module"))
+            func=saved.func.with_changes(value=cst.parse_expression(unwrapped))
         )
         changed = statement.with_changes(
             body=[
@@ -581,25 +639,44 @@ def to_torchrun(source, path="train.py"):
                 changed, f"without DDP's module. prefix: {GUIDE} item 11", mig.indent(statement)
             ),
         )
-        mig.guard(statement, "rank == 0", f"one writer: {GUIDE} item 11")
+        if accelerate:
+            mig.insert(
+                mig.line(statement),
+                f"{mig.indent(statement)}accelerator.wait_for_everyone()  # {GUIDE} item C\n",
+            )
+        main_process = "accelerator.is_main_process" if accelerate else "rank == 0"
+        mig.guard(statement, main_process, f"one writer: {GUIDE} item 11")
 
     # printing on rank 0 -------------------------------------------------------------------------------------
-    for function in [train_fn, *(functions[n] for n in test_fns)]:
-        for statement in print_statements(function):
-            mig.guard(statement, "dist.get_rank() == 0", f"one process prints: {GUIDE} item 8")
-    for statement in print_statements(main):
-        if mig.line(statement) > mig.line(device_stmt):
+    printing = [
+        s for f in [train_fn, *(functions[n] for n in test_fns)] for s in print_statements(f)
+    ]
+    printing += [s for s in print_statements(main) if mig.line(s) > mig.line(device_stmt)]
+    for statement in printing:
+        if accelerate:
+            accelerator_print(mig, statement)
+        elif statement in print_statements(main):
             mig.guard(statement, "rank == 0", f"one process prints: {GUIDE} item 8")
+        else:
+            mig.guard(statement, "dist.get_rank() == 0", f"one process prints: {GUIDE} item 8")
+    if accelerate:  # the functions that train and test take the Accelerator
+        for function in [train_fn, *(functions[n] for n in test_fns)]:
+            add_parameter(mig, function, main)
 
     # the end of main; the imports ---------------------------------------------------------------------------
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine) and m.findall(last, m.Return()):
         raise Refused(f"{main.name.value}() ends in a return: where the group ends is not certain")
     pad = mig.indent(body[0])
+    ending = f"{pad}dist.destroy_process_group()  # on every rank: {GUIDE} item 2\n"
+    if accelerate:
+        ending = (
+            f"{pad}accelerator.free_memory()  # and accelerate's own references: {GUIDE} item 2\n"
+            f"{pad}accelerator.end_training()  # {GUIDE} item 2\n"
+        )
     mig.insert(
         mig.last_line(last) + 1,
-        f"{pad}del {model}  # the DDP wrapper holds the process group: {GUIDE} item 2\n"
-        f"{pad}dist.destroy_process_group()  # on every rank: {GUIDE} item 2\n",
+        f"{pad}del {model}  # the DDP wrapper holds the process group: {GUIDE} item 2\n" + ending,
     )
     imports = [
         s
@@ -610,18 +687,84 @@ def to_torchrun(source, path="train.py"):
     if not imports:
         raise Refused("no imports at the top of the file")
     block = "\n"
-    if not os_import:
+    if accelerate:
+        block += (
+            f"import torch.distributed.nn  # before init_process_group, or exits can abort: {GUIDE} "
+            f"item 2\n"
+            f"from accelerate import Accelerator  # {GUIDE} item A\n"
+            f"from torch.utils.data import Subset  # {GUIDE} item 7\n"
+        )
+    elif not os_import:
         block += f"import os  # LOCAL_RANK: {GUIDE} item 1\n"
     block += (
-        f"import torch.distributed as dist  # {GUIDE} item 2\n"
-        f"import torch.distributed.nn  # before init_process_group, or exits can abort: {GUIDE} item 2\n"
-        f"from torch.nn.parallel import DistributedDataParallel as DDP  # {GUIDE} item 5\n"
-        f"from torch.utils.data import DistributedSampler, Subset  # {GUIDE} items 4 and 7\n"
+        ""
+        if accelerate
+        else (
+            f"import torch.distributed as dist  # {GUIDE} item 2\n"
+            f"import torch.distributed.nn  # before init_process_group, or exits can abort: {GUIDE} item 2\n"
+            f"from torch.nn.parallel import DistributedDataParallel as DDP  # {GUIDE} item 5\n"
+            f"from torch.utils.data import DistributedSampler, Subset  # {GUIDE} items 4 and 7\n"
+        )
     )
     mig.insert(mig.last_line(imports[-1]) + 1, block)
 
     randomness(mig, functions)
     return mig.output(), mig.findings
+
+
+def accelerator_print(mig, statement):
+    """`print(...)` -> `accelerator.print(...)`: the main process prints."""
+    why = f"the main process prints: {GUIDE} item C"
+    if (
+        mig.line(statement) in mig.replaced
+    ):  # a test function's print, already given the whole set's size
+        text, pad = mig.current(statement), mig.indent(statement)
+        lines = text.splitlines(keepends=True)
+        lines[0] = pad + "accelerator." + lines[0][len(pad) :]
+        lines[-1] = (
+            lines[-1].rstrip("\n") + f"; {why}\n"
+        )  # after the comment the first change wrote
+        mig.replace(statement, "".join(lines))
+        return
+    call = statement.body[0].value
+    func = cst.parse_expression("accelerator.print")
+    changed = statement.with_changes(
+        body=[statement.body[0].with_changes(value=call.with_changes(func=func))]
+    )
+    mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
+
+
+def add_parameter(mig, function, main):
+    """`accelerator` as the last parameter of a function main() calls, and as the last argument of each call."""
+    name = function.name.value
+    params = function.params
+    if params.star_arg != cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg:
+        raise Refused(
+            f"{name}() takes *args, keyword-only or **kwargs: the Accelerator is not passed in"
+        )
+    if not params.params or params.params[-1].default or params.params[-1].annotation:
+        raise Refused(f"{name}()'s last parameter has a default or an annotation: not rewritten")
+    end = mig.pos[params.params[-1].name].end
+    text = mig.lines[end.line - 1]
+    text = text[: end.column] + ", accelerator" + text[end.column :]
+    if "#" not in text:
+        text = text.rstrip("\n") + f"  # {GUIDE} item A\n"
+    mig.replaced[end.line] = (end.line, text)
+    for statement in enclosing_statements(main):
+        calls = [c for c in m.findall(statement, m.Call()) if dotted(c.func) == name]
+        if not calls:
+            continue
+        if mig.line(statement) in mig.replaced or len(calls) != 1 or calls[0].args[-1].keyword:
+            raise Refused(
+                f"line {mig.line(statement)}: a call of {name}() not rewritten with certainty"
+            )
+        call = calls[0]
+        last = call.args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+        new = call.with_changes(args=[*call.args[:-1], last, cst.Arg(cst.Name("accelerator"))])
+        changed = statement.deep_replace(call, new)
+        mig.replace(statement, mig.render(changed, f"{GUIDE} item A", mig.indent(statement)))
 
 
 class WholeSize(cst.CSTTransformer):
@@ -643,7 +786,7 @@ class WholeSize(cst.CSTTransformer):
         return updated
 
 
-def migrate_test(mig, function, index):
+def migrate_test(mig, function, index, accelerate):
     """A test function of the mnist shape: sums in a `with torch.no_grad():` loop over the loader, then a
     division by `len(loader.dataset)`. The sums are all-reduced after the loop; the whole set's size replaces the
     shard's."""
@@ -711,8 +854,12 @@ def migrate_test(mig, function, index):
         mig.line(after[0]) if after else mig.last_line(block) + 1,  # after the blank lines, if any
         f"{pad}totals = [{names}, len({loader}.dataset)]  # this shard's sums: {GUIDE} item 7\n"
         f"{pad}totals = torch.tensor(totals, dtype=torch.float64, device=device)  # {GUIDE} item 7\n"
-        f"{pad}dist.all_reduce(totals)  # every process, every shard: {GUIDE} item 7\n"
-        f"{pad}{names} = {back}  # every shard's sums: {GUIDE} item 7\n"
+        + (
+            f'{pad}totals = accelerator.reduce(totals, reduction="sum")  # every shard: {GUIDE} item 7\n'
+            if accelerate
+            else f"{pad}dist.all_reduce(totals)  # every process, every shard: {GUIDE} item 7\n"
+        )
+        + f"{pad}{names} = {back}  # every shard's sums: {GUIDE} item 7\n"
         f"{pad}test_size = int(totals[{len(sums)}].item())  # the whole set's size: {GUIDE} item 7\n",
     )
     for statement in after:
@@ -823,10 +970,10 @@ def save_plan(source, path):
     return extra, file
 
 
-def prove(script, migrated, flags, nproc, tolerance):
+def prove(script, migrated, flags, nproc, tolerance, accelerate):
     source = script.read_text()
     extra, file = save_plan(source, script)
-    if "MIG201" in "".join(to_torchrun(source, str(script))[1]):
+    if "MIG201" in "".join(rewrite(source, str(script), accelerate)[1]):
         print(
             "proof: impossible here: the script draws randomness per sample from each process's own "
             f"generator (MIG201 above): fix that first ({GUIDE} item 20); migration written, not proven"
@@ -834,16 +981,16 @@ def prove(script, migrated, flags, nproc, tolerance):
         return 2
     work = Path(tempfile.mkdtemp(prefix="migrate-prove-"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(script.parent.resolve())}
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+    if (
+        accelerate
+    ):  # the project's CPU config; Accelerator(cpu=...) in the script makes the ranks real
+        config = Path(__file__).resolve().parents[2] / "accelerate_configs" / "cpu_2proc.yaml"
+        launcher = ["-m", "accelerate.commands.launch", "--config_file", str(config)]
+        launcher += ["--num_processes", str(nproc)]
     runs = {
         "plain": [sys.executable, str(script.resolve())],
-        f"{nproc} processes": [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc_per_node={nproc}",
-            str(migrated.resolve()),
-        ],
+        f"{nproc} processes": [sys.executable, *launcher, str(migrated.resolve())],
     }
     files = []
     for i, (label, command) in enumerate(runs.items()):
@@ -861,7 +1008,8 @@ def prove(script, migrated, flags, nproc, tolerance):
             why = f"exit {done.returncode}" if done.returncode else f"no weights at {weights}"
             print(f"error: the {label} run failed ({why}): {last}", file=sys.stderr)
             return 2
-        shown = ["python"] if i == 0 else ["torchrun", *command[3:5]]
+        shown = ["python"] if i == 0 else ["accelerate launch" if accelerate else "torchrun"]
+        shown += command[3:-1] if i and accelerate else command[3:5] if i else []
         print(f"{label}: {' '.join([*shown, *command[-1:], *flags, *more])}  ({seconds:.1f} s)")
         files.append(str(weights))
     compare = Path(__file__).with_name("compare.py")
@@ -898,13 +1046,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     script = Path(args.script)
     try:
-        if args.to == "accelerate":
-            raise Refused("--to accelerate is not in this first cut: --to torchrun only")
         try:
             source = script.read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise Refused(f"cannot read {script}: {e}") from None
-        code, findings = to_torchrun(source, str(script))
+        code, findings = rewrite(source, str(script), accelerate=args.to == "accelerate")
         if args.prove:
             save_plan(source, script)  # refused before anything is written
     except Refused as e:
@@ -929,7 +1075,8 @@ def main(argv=None):
     if args.prove:
         print(f"migrated: {output}")
         try:
-            return prove(script, output, flags, args.nproc, args.tolerance)
+            accelerate = args.to == "accelerate"
+            return prove(script, output, flags, args.nproc, args.tolerance, accelerate)
         except Refused as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
