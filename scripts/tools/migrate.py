@@ -652,6 +652,7 @@ def rewrite(source, path, accelerate):
         s for f in [train_fn, *(functions[n] for n in test_fns)] for s in print_statements(f)
     ]
     printing += [s for s in print_statements(main) if mig.line(s) > mig.line(device_stmt)]
+    count_all(mig, train_fn, "accelerator.num_processes" if accelerate else "dist.get_world_size()")
     for statement in printing:
         if accelerate:
             accelerator_print(mig, statement)
@@ -710,6 +711,57 @@ def rewrite(source, path, accelerate):
 
     randomness(mig, functions)
     return mig.output(), mig.findings
+
+
+class CountAll(cst.CSTTransformer):
+    """`batch_idx * len(data)` -> `batch_idx * len(data) * <world size>`: every process took len(data)."""
+
+    def __init__(self, index, batch, world_size):
+        super().__init__()
+        self.index, self.batch, self.world_size = index, batch, world_size
+        self.count = 0
+
+    def leave_BinaryOperation(self, original, updated):
+        right = updated.right
+        if (
+            isinstance(updated.operator, cst.Multiply)
+            and dotted(updated.left) == self.index
+            and isinstance(right, cst.Call)
+            and dotted(right.func) == "len"
+            and len(right.args) == 1
+            and dotted(right.args[0].value) == self.batch
+        ):
+            self.count += 1
+            return cst.BinaryOperation(
+                updated, cst.Multiply(), cst.parse_expression(self.world_size)
+            )
+        return updated
+
+
+def count_all(mig, train_fn, world_size):
+    """The log line's sample count, `batch_idx * len(data)` as mnist/main.py prints it, counts every
+    process's samples (item 8). Only that exact shape, in the loop `for batch_idx, (data, ...) in
+    enumerate(loader):`, is rewritten."""
+    for loop in m.findall(train_fn, m.For()):
+        target = loop.target
+        if not (
+            isinstance(loop.iter, cst.Call)
+            and dotted(loop.iter.func) == "enumerate"
+            and isinstance(target, cst.Tuple)
+            and len(target.elements) == 2
+            and isinstance(target.elements[0].value, cst.Name)
+            and isinstance(target.elements[1].value, cst.Tuple)
+            and target.elements[1].value.elements
+        ):
+            continue
+        index = target.elements[0].value.value
+        batch = dotted(target.elements[1].value.elements[0].value)
+        for statement in print_statements(loop):
+            counter = CountAll(index, batch, world_size)
+            changed = statement.visit(counter)
+            if counter.count:
+                why = f"every process took len({batch}): {GUIDE} item 8"
+                mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
 
 
 def accelerator_print(mig, statement):
