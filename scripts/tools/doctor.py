@@ -450,9 +450,19 @@ class Checker:
     @functools.cached_property
     def shuffling_dicts(self):
         """Names of dicts that hold shuffle=True: `{"shuffle": True}`, `dict(shuffle=True)`, `d["shuffle"] = True`,
-        and those updated from one (`train_kwargs.update(cuda_kwargs)`, pytorch/examples' mnist)."""
-        found, updates = set(), []
+        and those updated from one (`train_kwargs.update(cuda_kwargs)`, pytorch/examples' mnist); not those whose
+        shuffle is popped (`train_kwargs.pop("shuffle")`, your-script.md item 4's fix)."""
+        found, updates, popped = set(), [], set()
         for node in self.nodes:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "pop"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == "shuffle"
+            ):
+                popped.add(dotted(node.func.value))
             if isinstance(node, ast.Assign) and shuffles_true(node.value):
                 found.update(dotted(t) for t in node.targets)
             if (
@@ -469,7 +479,7 @@ class Checker:
                     updates.append((dotted(node.func.value), dotted(node.args[0])))
         for _ in updates:  # a chain of updates: one more link each pass
             found.update(target for target, source in updates if source in found)
-        return found - {""}
+        return found - popped - {""}
 
     def one_file_written(self, call, name, callee):
         """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
