@@ -159,6 +159,48 @@ def test_the_accelerate_rewrite_changes_only_its_lines_and_passes_the_accelerato
     assert "sampler" not in code and "dist." not in code
 
 
+def mnist_shaped(source):
+    """The fixture as mnist/main.py itself builds its loader and device: options in a dict filled in a branch
+    (`train_kwargs.update(...)`), the device chosen in an if/else."""
+    source = source.replace(
+        "    train_loader = DataLoader(dataset1,batch_size=args.batch_size, shuffle=not args.no_shuffle)\n",
+        "    train_kwargs = {'batch_size': args.batch_size}\n"
+        "    if not args.no_shuffle:\n"
+        "        train_kwargs.update({'shuffle': True})\n"
+        "    train_loader = DataLoader(dataset1,**train_kwargs)\n",
+    )
+    return source.replace(
+        '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+        "    use_cuda = torch.cuda.is_available()\n"
+        "    if use_cuda:\n"
+        '        device = torch.device("cuda")\n'
+        "    else:\n"
+        '        device = torch.device("cpu")\n',
+    )
+
+
+@pytest.mark.parametrize("to", ["torchrun", "accelerate"])
+def test_loader_options_in_a_dict_and_a_device_chosen_in_branches_are_rewritten(to):
+    source = mnist_shaped(SOURCE.read_text())
+    assert "**train_kwargs" in source
+    code, _ = migrate.rewrite(source, "x.py", accelerate=to == "accelerate")
+    removed, added = changes(source, code)
+    assert "if use_cuda:" in [line.strip() for line in removed]
+    assert "    use_cuda = torch.cuda.is_available()\n" in code  # kept: only the if/else goes
+    expected = [
+        '    if train_kwargs.get("batch_size", 1) % world_size:',
+        '    train_kwargs["batch_size"] = train_kwargs.get("batch_size", 1) // world_size',
+    ]
+    if to == "torchrun":
+        expected += [
+            'sampler = DistributedSampler(dataset1, shuffle=train_kwargs.pop("shuffle", False), seed=',
+            "    train_loader = DataLoader(dataset1, sampler=sampler, **train_kwargs)",
+        ]
+    else:
+        expected += ["    train_loader = DataLoader(dataset1,**train_kwargs)\n"]
+    written(code, added, *expected)
+
+
 BN = "self.fc1 = nn.Linear(64, 32)   # odd spacing, kept\n        self.bn = nn.BatchNorm1d(32)"
 REFUSALS = [
     ("self.fc1 = nn.Linear(64, 32)   # odd spacing, kept", BN, "BatchNorm"),
@@ -172,7 +214,7 @@ REFUSALS = [
         "dataset1",
         "not passed exactly one DataLoader",
     ),
-    ("batch_size=args.test_batch_size)", "**{'batch_size': 100})", "**kwargs"),
+    ("batch_size=args.test_batch_size)", "**{'batch_size': 100})", "from an expression"),
     (
         "        test(model, device, test_loader)",
         "        test(model, device, test_loader)\n        model(x).sum().backward()",
@@ -300,3 +342,12 @@ def test_a_summed_loss_migrated_to_accelerate_trains_the_plain_weights_under_acc
     proc, diff = prove(fixture(tmp_path), "--epochs", "2", "--no-shuffle", to="accelerate")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert diff is not None and diff <= 1e-5 and "accelerate launch --config_file" in proc.stdout
+
+
+@pytest.mark.launch
+def test_the_mnist_shaped_dict_and_branches_migrated_train_the_plain_weights(tmp_path):
+    script = tmp_path / "mnist_shaped.py"
+    script.write_text(mnist_shaped(SOURCE.read_text()))
+    proc, diff = prove(script, "--epochs", "1", "--no-shuffle")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert diff is not None and diff <= 1e-5

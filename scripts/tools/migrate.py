@@ -112,7 +112,13 @@ class Migration:
     def last_line(self, node):
         if isinstance(node, cst.SimpleStatementLine):
             return max(self.pos[s].end.line for s in node.body)
-        return self.last_line(node.body.body[-1])  # a compound statement: its last statement's
+        # a compound statement: its last clause's last statement's
+        for tail in ("finalbody", "orelse"):
+            if getattr(node, tail, None):
+                return self.last_line(getattr(node, tail))
+        if getattr(node, "handlers", None):
+            return self.last_line(node.handlers[-1])
+        return self.last_line(node.body.body[-1])
 
     def indent(self, node):
         text = self.lines[self.line(node) - 1]
@@ -183,6 +189,26 @@ class Migration:
     def finding(self, node, code, message):
         p = self.pos[node].start
         self.findings.append(f"{self.path}:{p.line}:{p.column + 1}: {code} {message}")
+
+
+def sets_device(statement):
+    """`device = torch.device(...)`, or an if/elif/else whose every branch is one such line."""
+    if isinstance(statement, cst.If):
+        branches, node = [statement.body], statement.orelse
+        while isinstance(node, cst.If):
+            branches.append(node.body)
+            node = node.orelse
+        if node is None:
+            return False  # without an else, the device may be left unset
+        branches.append(node.body)
+        return all(len(b.body) == 1 and sets_device(b.body[0]) for b in branches)
+    found = assignment(statement)
+    return bool(
+        found
+        and found[0] == "device"
+        and isinstance(found[1], cst.Call)
+        and dotted(found[1].func) == "torch.device"
+    )
 
 
 def statements_of(function):
@@ -269,11 +295,10 @@ def rewrite(source, path, accelerate):
             f"hand as in word_language_model): shard the data by hand ({GUIDE} items 4 and 15)"
         )
     for call in loaders:
-        if any(a.star for a in call.args):
+        if any(a.star == "*" or (a.star and not isinstance(a.value, cst.Name)) for a in call.args):
             raise Refused(
-                f"line {mig.line(call)}: the DataLoader takes its options from a dict (**kwargs), where "
-                f"shuffle and batch_size cannot be read with certainty: pass them as keywords in the call "
-                f"({GUIDE} item 4)"
+                f"line {mig.line(call)}: the DataLoader takes its arguments from *args or from an "
+                f"expression: pass them as keywords in the call, or **a_dict ({GUIDE} item 4)"
             )
     homes = [
         name
@@ -333,18 +358,12 @@ def rewrite(source, path, accelerate):
         raise Refused(f"{train_fn.name.value}() calls backward() more than once: not recognised")
 
     # the device and the model ---------------------------------------------------------------------------------
-    devices = [
-        s
-        for s in body
-        if assignment(s)
-        and assignment(s)[0] == "device"
-        and isinstance(assignment(s)[1], cst.Call)
-        and dotted(assignment(s)[1].func) == "torch.device"
-    ]
+    devices = [s for s in body if sets_device(s)]
     if len(devices) != 1:
         raise Refused(
-            f"no `device = torch.device(...)` line in {main.name.value}(): the device must come from "
-            f"LOCAL_RANK ({GUIDE} item 2), and this first cut replaces that line only"
+            f"no `device = torch.device(...)` line (or an if/elif/else of them) in "
+            f"{main.name.value}(): the device must come from LOCAL_RANK ({GUIDE} item 2), and this "
+            f"first cut replaces that statement only"
         )
     device_stmt = devices[0]
     at = body.index(device_stmt)
@@ -378,75 +397,18 @@ def rewrite(source, path, accelerate):
         raise Refused(
             f"line {mig.line(train_loader)}: the training DataLoader has a sampler already"
         )
-    batch = keyword(train_loader, "batch_size")
-    if batch is None and len(train_loader.args) > 1 and not train_loader.args[1].keyword:
-        batch = train_loader.args[1]
-    if batch is None:
-        raise Refused(
-            f"line {mig.line(train_loader)}: the training DataLoader has no batch_size: nothing to divide"
-        )
-    if not train_loader.args or train_loader.args[0].keyword:
+    if not train_loader.args or train_loader.args[0].keyword or train_loader.args[0].star:
         raise Refused(
             f"line {mig.line(train_loader)}: the training DataLoader has no dataset argument"
         )
-    dataset = mig.code(train_loader.args[0].value)
-    shuffle = keyword(train_loader, "shuffle")
     seeds = [c for c in calls_named(main, "manual_seed") if dotted(c.func) == "torch.manual_seed"]
     seed = mig.code(seeds[0].args[0].value) if seeds and seeds[0].args else "0"
-    options = []
-    if shuffle is None:
-        options.append("shuffle=False")  # the plain loader read the dataset in order
-    elif not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
-        options.append(f"shuffle={mig.code(shuffle.value)}")
-    options += [f"seed={seed}", "drop_last=True"]
     pad = mig.indent(train_stmt)
-    b = mig.code(batch.value)
-    if not isinstance(batch.value, cst.Name | cst.Attribute | cst.Integer):
-        b = f"({b})"
-    shown = "{" + b + "}" if '"' not in b and "{" not in b else "the batch size"
-    args = []
-    for a in train_loader.args:
-        if a is shuffle and not accelerate:
-            continue
-        if a is batch:
-            a = a.with_changes(value=cst.parse_expression(f"{b} // world_size"))
-        args.append(a)
-    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if not accelerate:  # prepare() shards the loader itself, shuffling or not
-        args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
-    closing = train_loader.args[-1]  # its trailing comma and the line break before `)` stay
-    args += (
-        []
-        if accelerate
-        else [
-            cst.Arg(
-                keyword=cst.Name("sampler"),
-                value=cst.Name("sampler"),
-                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                comma=closing.comma,
-                whitespace_after_arg=closing.whitespace_after_arg,
-            )
-        ]
-    )
-    changed = train_stmt.with_changes(
-        body=[train_stmt.body[0].with_changes(value=train_loader.with_changes(args=args))]
-    )
-    mig.insert(
-        mig.line(train_stmt),
-        f"{pad}if {b} % world_size:  # the global batch must split evenly: {GUIDE} item 4\n"
-        f'{pad}    raise SystemExit(f"error: a global batch of {shown} does not divide by '
-        f'{{world_size}} processes")\n'
-        + (
-            ""
-            if accelerate
-            else f"{pad}sampler = DistributedSampler({dataset}, {', '.join(options)})  # instead "
-            f"of shuffle: {GUIDE} item 4\n"
-        ),
-    )
-    mig.replace(
-        train_stmt,
-        mig.render(changed, f"per process: the global batch unchanged: {GUIDE} item 4", pad),
-    )
+    if any(a.star == "**" for a in train_loader.args):
+        sampler = loader_from_dict(mig, train_loader, train_stmt, loaders, seed, accelerate)
+    else:
+        sampler = loader_from_call(mig, train_loader, train_stmt, seed, accelerate)
+    mig.insert(mig.line(train_stmt), sampler)
     mig.insert(
         mig.line(loop.body.body[0]),
         ""
@@ -762,6 +724,120 @@ def count_all(mig, train_fn, world_size):
             if counter.count:
                 why = f"every process took len({batch}): {GUIDE} item 8"
                 mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
+
+
+def split_check(pad, b, shown):
+    return (
+        f"{pad}if {b} % world_size:  # the global batch must split evenly: {GUIDE} item 4\n"
+        f'{pad}    raise SystemExit(f"error: a global batch of {shown} does not divide by '
+        f'{{world_size}} processes")\n'
+    )
+
+
+def with_sampler(args, closing):
+    """The call's arguments and `sampler=sampler`, which takes the closing argument's comma and line break."""
+    return [
+        *args,
+        cst.Arg(
+            keyword=cst.Name("sampler"),
+            value=cst.Name("sampler"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            comma=closing.comma,
+            whitespace_after_arg=closing.whitespace_after_arg,
+        ),
+    ]
+
+
+def loader_from_call(mig, loader, statement, seed, accelerate):
+    """`DataLoader(ds, batch_size=B, shuffle=S)`: the batch divided, the sampler given S; the lines that go
+    before the loader are returned."""
+    batch = keyword(loader, "batch_size")
+    if batch is None and len(loader.args) > 1 and not loader.args[1].keyword:
+        batch = loader.args[1]
+    if batch is None:
+        raise Refused(
+            f"line {mig.line(loader)}: the training DataLoader has no batch_size: nothing to divide"
+        )
+    dataset = mig.code(loader.args[0].value)
+    shuffle = keyword(loader, "shuffle")
+    options = []
+    if shuffle is None:
+        options.append("shuffle=False")  # the plain loader read the dataset in order
+    elif not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
+        options.append(f"shuffle={mig.code(shuffle.value)}")
+    options += [f"seed={seed}", "drop_last=True"]
+    pad = mig.indent(statement)
+    b = mig.code(batch.value)
+    if not isinstance(batch.value, cst.Name | cst.Attribute | cst.Integer):
+        b = f"({b})"
+    shown = "{" + b + "}" if '"' not in b and "{" not in b else "the batch size"
+    args = []
+    for a in loader.args:
+        if a is shuffle and not accelerate:
+            continue
+        if a is batch:
+            a = a.with_changes(value=cst.parse_expression(f"{b} // world_size"))
+        args.append(a)
+    if not accelerate:  # prepare() shards the loader itself, shuffling or not
+        space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
+        args = with_sampler(args, loader.args[-1])
+    changed = statement.with_changes(
+        body=[statement.body[0].with_changes(value=loader.with_changes(args=args))]
+    )
+    why = f"per process: the global batch unchanged: {GUIDE} item 4"
+    mig.replace(statement, mig.render(changed, why, pad))
+    if accelerate:
+        return split_check(pad, b, shown)
+    return split_check(pad, b, shown) + (
+        f"{pad}sampler = DistributedSampler({dataset}, {', '.join(options)})  # instead of shuffle: "
+        f"{GUIDE} item 4\n"
+    )
+
+
+def loader_from_dict(mig, loader, statement, loaders, seed, accelerate):
+    """`DataLoader(ds, **train_kwargs)`, as mnist/main.py builds it (the dict filled in branches): the dict is
+    read when the script runs, so whatever branch filled it, its batch is divided and its shuffle goes to the
+    sampler."""
+    (options,) = [a for a in loader.args if a.star == "**"]
+    name = options.value.value
+    if keyword(loader, "batch_size") or keyword(loader, "shuffle") or len(loader.args) > 2:
+        raise Refused(
+            f"line {mig.line(loader)}: the training DataLoader takes options both from its call and "
+            f"from **{name}: not rewritten"
+        )
+    shared = [c for c in loaders if c is not loader and f"**{name}" in mig.code(c).replace(" ", "")]
+    if shared:
+        raise Refused(
+            f"line {mig.line(shared[0])}: another DataLoader reads **{name} too: dividing its batch "
+            f"would divide both"
+        )
+    pad = mig.indent(statement)
+    b = f'{name}.get("batch_size", 1)'
+    text = split_check(pad, b, "{" + b.replace('"', "'") + "}")
+    text += (
+        f'{pad}{name}["batch_size"] = {b} // world_size  # per process: the global batch unchanged: '
+        f"{GUIDE} item 4\n"
+    )
+    if accelerate:
+        return text
+    dataset = mig.code(loader.args[0].value)
+    text += (
+        f'{pad}sampler = DistributedSampler({dataset}, shuffle={name}.pop("shuffle", False), '
+        f"seed={seed}, drop_last=True)  # instead of shuffle: {GUIDE} item 4\n"
+    )
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    first = loader.args[0].with_changes(comma=space)
+    sampler = with_sampler([], first)[0].with_changes(comma=space)
+    changed = statement.with_changes(
+        body=[
+            statement.body[0].with_changes(
+                value=loader.with_changes(args=[first, sampler, options])
+            )
+        ]
+    )
+    mig.replace(statement, mig.render(changed, f"the sampler: {GUIDE} item 4", pad))
+    return text
 
 
 def accelerator_print(mig, statement):
