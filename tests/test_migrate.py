@@ -160,8 +160,9 @@ def test_the_accelerate_rewrite_changes_only_its_lines_and_passes_the_accelerato
 
 
 def mnist_shaped(source):
-    """The fixture as mnist/main.py itself builds its loader and device: options in a dict filled in a branch
-    (`train_kwargs.update(...)`), the device chosen in an if/else."""
+    """The fixture as mnist/main.py (pytorch/examples 77f55b9) builds its loader and device: options in a dict
+    filled in a branch (`train_kwargs.update(...)`), the device chosen in an if/else with torch.accelerator (whose
+    attribute `accelerator` is no clash with the Accelerator the migration names so)."""
     source = source.replace(
         "    train_loader = DataLoader(dataset1,batch_size=args.batch_size, shuffle=not args.no_shuffle)\n",
         "    train_kwargs = {'batch_size': args.batch_size}\n"
@@ -171,9 +172,9 @@ def mnist_shaped(source):
     )
     return source.replace(
         '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
-        "    use_cuda = torch.cuda.is_available()\n"
-        "    if use_cuda:\n"
-        '        device = torch.device("cuda")\n'
+        "    use_accel = torch.accelerator.is_available()\n"
+        "    if use_accel:\n"
+        "        device = torch.accelerator.current_accelerator()\n"
         "    else:\n"
         '        device = torch.device("cpu")\n',
     )
@@ -185,8 +186,10 @@ def test_loader_options_in_a_dict_and_a_device_chosen_in_branches_are_rewritten(
     assert "**train_kwargs" in source
     code, _ = migrate.rewrite(source, "x.py", accelerate=to == "accelerate")
     removed, added = changes(source, code)
-    assert "if use_cuda:" in [line.strip() for line in removed]
-    assert "    use_cuda = torch.cuda.is_available()\n" in code  # kept: only the if/else goes
+    assert "if use_accel:" in [line.strip() for line in removed]
+    assert (
+        "    use_accel = torch.accelerator.is_available()\n" in code
+    )  # kept: only the if/else goes
     expected = [
         '    if train_kwargs.get("batch_size", 1) % world_size:',
         '    train_kwargs["batch_size"] = train_kwargs.get("batch_size", 1) // world_size',

@@ -191,8 +191,9 @@ class Migration:
         self.findings.append(f"{self.path}:{p.line}:{p.column + 1}: {code} {message}")
 
 
-def sets_device(statement):
-    """`device = torch.device(...)`, or an if/elif/else whose every branch is one such line."""
+def sets_device(statement, branch=False):
+    """`device = torch.device(...)` (or `torch.accelerator.current_accelerator()`), or an if/elif/else whose every
+    branch is one line `device = ...`: the whole statement is replaced."""
     if isinstance(statement, cst.If):
         branches, node = [statement.body], statement.orelse
         while isinstance(node, cst.If):
@@ -201,14 +202,23 @@ def sets_device(statement):
         if node is None:
             return False  # without an else, the device may be left unset
         branches.append(node.body)
-        return all(len(b.body) == 1 and sets_device(b.body[0]) for b in branches)
+        return all(len(b.body) == 1 and sets_device(b.body[0], branch=True) for b in branches)
     found = assignment(statement)
     return bool(
         found
         and found[0] == "device"
-        and isinstance(found[1], cst.Call)
-        and dotted(found[1].func) == "torch.device"
+        and (
+            branch
+            or isinstance(found[1], cst.Call)
+            and dotted(found[1].func) in ("torch.device", "torch.accelerator.current_accelerator")
+        )
     )
+
+
+def names_in(node):
+    """The names a piece of code binds or reads: `x` of `x.y`, not `y` (`torch.accelerator` is no name)."""
+    attributes = {id(a.attr) for a in m.findall(node, m.Attribute())}
+    return {n.value for n in m.findall(node, m.Name()) if id(n) not in attributes}
 
 
 def statements_of(function):
@@ -277,7 +287,7 @@ def rewrite(source, path, accelerate):
             raise Refused(
                 f"line {mig.line(node)}: the script is distributed already ({text.strip()})"
             )
-    used = {n.value for n in m.findall(module, m.Name())}
+    used = names_in(module)
     if "torch" not in used:
         raise Refused("the script does not import torch")
     clashes = sorted(used & (ADDED | ({"accelerator"} if accelerate else set())))
@@ -923,7 +933,7 @@ def migrate_test(mig, function, index, accelerate):
     if index >= len(params):
         raise Refused(f"{name}() takes its loader by keyword or *args: not recognised")
     loader = params[index].name.value
-    used = {n.value for n in m.findall(function, m.Name())}
+    used = names_in(function)
     if used & ADDED_IN_TEST:
         raise Refused(
             f"{name}() already uses {', '.join(sorted(used & ADDED_IN_TEST))}: rename first"
