@@ -31,6 +31,7 @@ from common import (
 from common.process import free_port
 
 
+@entry.worker  # each spawned process leaves as a finished run does: no libtorch teardown at exit
 def main(local_rank, args):
     # -- setup -------------------------------------------------------------------------------------
     accum = args.gradient_accumulation_steps  # micro-batches per optimizer step

@@ -2,6 +2,7 @@
 (common/process.py), calls `main(args)`, and turns what went wrong into one `error: ...` line that names the fix
 (common/errors.py). Kept apart from errors.py so that no module of common/ imports in a circle."""
 
+import functools
 import sys
 from pathlib import Path
 
@@ -51,3 +52,16 @@ def run(main, description=None, uses=()):
             fail(problem, rank)
         raise
     leave()
+
+
+def worker(main):
+    """For the processes mp.spawn starts (rung 3): run `main(local_rank, args)`, then leave as a finished run
+    does (errors.leave: os._exit, no libtorch teardown, which aborted a spawned rank after "done:" in a
+    clean-clone test run). An exception still reaches mp.spawn, which reports it to the parent."""
+
+    @functools.wraps(main)
+    def run(*args):
+        main(*args)
+        leave()
+
+    return run
