@@ -164,6 +164,18 @@ CASES = {
         "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "model = DDP(net)\nfor x, y in loader:\n    F.cross_entropy(model(x), y).backward()\n",
     ),
+    "DDL125": (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nout = model.generate(prompt)\n",
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nout = model.module.generate(prompt)\nmodel.train()\n",
+    ),
+    "DDL126": (
+        "import torch\nimport torch.distributed as dist\n"
+        "torch.cuda.set_device(dist.get_rank() % 8)\n",
+        "import torch\nimport torch.distributed as dist\n"
+        "torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())\n",
+    ),
     "DDL124": (
         "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
         "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"
@@ -196,7 +208,12 @@ def test_every_rule_has_a_fixture_an_explanation_and_a_guide_section():
         heading = anchor.replace("-", " ")
         assert any(
             heading
-            in line.lower().replace("-", " ").replace(",", "").replace(".", "").replace("`", "")
+            in line.lower()
+            .replace("-", " ")
+            .replace(",", "")
+            .replace(".", "")
+            .replace("`", "")
+            .replace("'", "")
             for line in guide.splitlines()
             if line.startswith("#")
         ), (code, anchor)

@@ -333,6 +333,53 @@ PAIRS = {
         "val_loss = validate(model)\nif dist.get_rank() == 0:\n    print(f'val loss {val_loss:.4f}')\n"
         + DDP_TAIL,
     ),
+    # -- DDL125: the model's own attributes through the wrapper (llm.c's sampling block) ---------------------
+    "a method of the model called through the DDP wrapper": (
+        "DDL125",
+        DDP_HEAD
+        + "model = GPT(config)\nraw = model\nif ddp:\n    model = DDP(model, device_ids=[0])\n"
+        "for step in range(10):\n    loss = model(x, y)\n"
+        "    if master_process:\n        out = model.generate(idx, 32)\n        enc = model.tokenizer\n"
+        + DDP_TAIL,
+        DDP_HEAD
+        + "model = GPT(config)\nraw = model\nif ddp:\n    model = DDP(model, device_ids=[0])\n"
+        "for step in range(10):\n    loss = model(x, y)\n    model.train()\n"
+        "    if master_process:\n        out = raw.generate(idx, 32)\n"
+        "        cfg = model.module.config if hasattr(model, 'module') else model.config\n"
+        "def sample(model):\n    return model.generate(idx)\n" + DDP_TAIL,
+    ),
+    "an attribute through a wrapper kept on self": (
+        "DDL125",
+        DDP_HEAD
+        + "class Trainer:\n    def __init__(self, model):\n        self.model = DDP(model)\n"
+        "    def sample(self):\n        return self.model.generate(self.idx)\n" + DDP_TAIL,
+        DDP_HEAD
+        + "class Trainer:\n    def __init__(self, model):\n        self.model = DDP(model)\n"
+        "    def sample(self):\n        return self.model.module.generate(self.idx)\n" + DDP_TAIL,
+    ),
+    "an attribute of a model accelerate prepared": (
+        "DDL125",
+        ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "model.config.use_cache = False\n",
+        ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
+        "accelerator.unwrap_model(model).config.use_cache = False\nmodel.eval()\n",
+    ),
+    "a name bound to the model again after the wrap is the model": (
+        "DDL125",
+        DDP_HEAD + "model = DDP(model)\nmodel.decode(z)\n" + DDP_TAIL,
+        DDP_HEAD
+        + "model.decode(z)\nmodel = DDP(model)\nmodel = model.module\nmodel.decode(z)\n"
+        + DDP_TAIL,
+    ),
+    # -- DDL126: a GPU count written in (improved-diffusion's dist_util) -----------------------------------
+    "a GPU count written in": (
+        "DDL126",
+        DDP_HEAD + "GPUS_PER_NODE = 8\nrank = dist.get_rank()\n"
+        "device = torch.device(f'cuda:{rank % GPUS_PER_NODE}')\n" + DDP_TAIL,
+        DDP_HEAD + "import os\nrank = dist.get_rank()\n"
+        "device = torch.device(f'cuda:{int(os.environ[\"LOCAL_RANK\"])}')\n"
+        "gpu = rank % torch.cuda.device_count()\nshard = rank % 8\n" + DDP_TAIL,
+    ),
 }
 
 
@@ -428,3 +475,73 @@ def test_a_progress_line_is_not_a_metric():
     assert doctor.check_source(source) == []
     divided = source.replace("// batch_size", "/ batch_size\n    acc = correct / len(x.dataset)")
     assert [f.code for f in doctor.check_source(divided)] == ["DDL114"]
+
+
+def check_in_project(tmp_path, files, name):
+    """doctor's command line on one file of a small project written to tmp_path: the neighbours are read."""
+    for file, text in files.items():
+        (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / file).write_text(text)
+    path = tmp_path / name
+    source = path.read_text()
+    return [f.code for f in doctor.check_source(source, str(path), neighbours=True)]
+
+
+ENGINE = (  # ConvNeXt's shape: the accumulation in engine.py, the DDP wrap in main.py
+    "def train_one_epoch(model, loader, optimizer, update_freq):\n"
+    "    for i, (x, y) in enumerate(loader):\n"
+    "        loss = model(x).sum() / update_freq\n        loss.backward()\n"
+    "        if (i + 1) % update_freq == 0:\n            optimizer.step()\n"
+    "            optimizer.zero_grad()\n"
+)
+
+
+def test_accumulation_in_a_module_whose_importer_wraps_the_model_in_ddp(tmp_path):
+    main = (
+        DDP_HEAD + "from engine import train_one_epoch\nmodel = DDP(net)\n"
+        "train_one_epoch(model, loader, optimizer, 4)\n" + DDP_TAIL
+    )
+    assert "DDL119" in check_in_project(
+        tmp_path / "a", {"engine.py": ENGINE, "main.py": main}, "engine.py"
+    )
+    plain = (
+        "import torch\nfrom engine import train_one_epoch\ntrain_one_epoch(net, loader, opt, 4)\n"
+    )
+    assert "DDL119" not in check_in_project(
+        tmp_path / "b" / "p", {"engine.py": ENGINE, "main.py": plain}, "engine.py"
+    )
+    # the file alone (check_source on a string) knows nothing of its neighbours
+    assert "DDL119" not in [f.code for f in doctor.check_source(ENGINE)]
+
+
+HELPERS = (  # improved-diffusion's dist_util: a load that broadcasts over MPI
+    "from mpi4py import MPI\n"
+    "def load_state_dict(path):\n    data = None\n"
+    "    if MPI.COMM_WORLD.Get_rank() == 0:\n        data = open(path, 'rb').read()\n"
+    "    return MPI.COMM_WORLD.bcast(data)\n"
+    "def dev():\n    return 'cuda'\n"
+)
+
+
+def test_a_collective_behind_a_helper_of_another_module_under_a_rank_check(tmp_path):
+    bad = (
+        "import torch.distributed as dist\nfrom . import dist_util\n"
+        "def resume(model, path):\n    if dist.get_rank() == 0:\n"
+        "        model.load_state_dict(dist_util.load_state_dict(path))\n"
+    )
+    good = (
+        "import torch.distributed as dist\nfrom . import dist_util\n"
+        "def resume(model, path):\n    model.load_state_dict(dist_util.load_state_dict(path))\n"
+        "    if dist.get_rank() == 0:\n        print(dist_util.dev())\n"
+    )
+    pkg = {"pkg/__init__.py": "", "pkg/dist_util.py": HELPERS}
+    assert "DDL108" in check_in_project(
+        tmp_path / "a", {**pkg, "pkg/train_util.py": bad}, "pkg/train_util.py"
+    )
+    assert "DDL108" not in check_in_project(
+        tmp_path / "b" / "p", {**pkg, "pkg/train_util.py": good}, "pkg/train_util.py"
+    )
+    absolute = bad.replace("from . import dist_util", "from pkg import dist_util")
+    assert "DDL108" in check_in_project(
+        tmp_path / "c" / "p", {**pkg, "pkg/train_util.py": absolute}, "pkg/train_util.py"
+    )

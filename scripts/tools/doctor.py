@@ -59,7 +59,16 @@ COLLECTIVES = {
 # a file name made from the rank is one file per process: nothing is overwritten
 PER_RANK = re.compile(r"rank|process_index|gpu_id|worker_id", re.I)
 # `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
-RANK_WORDS = ("rank", "is_main", "main_process", "master", "local_main", "gpu_id")
+RANK_WORDS = (
+    "rank",
+    "is_main",
+    "main_process",
+    "master",
+    "local_main",
+    "gpu_id",
+    "primary",  # timm's utils.is_primary(args)
+    "global_zero",  # Lightning's trainer.is_global_zero
+)
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 EVAL_WORDS = re.compile(r"eval|test|valid|predict|(?<![a-z])val(?![a-z])", re.I)
@@ -256,6 +265,25 @@ RULES = {
         "is a sum over its own share, and the average is 1/world_size of the sum the plain script stepped "
         "with: every step is world_size times smaller, silently. An evaluation's sum (then all-reduced and "
         "divided) is not reported.",
+    ),
+    "DDL125": (
+        "an attribute of the model reached through the DDP / DataParallel wrapper",
+        "call it on the model inside: model.module.X under DDP, accelerator.unwrap_model(model).X under "
+        "Accelerate (or keep a `raw_model` before wrapping)",
+        "16-the-models-own-methods-and-state-carried-across-batches",
+        "DistributedDataParallel and DataParallel answer nn.Module's own API (forward, parameters, "
+        "state_dict, train, ...) and their own; every other attribute of the model inside (generate, "
+        "config, tokenizer, an encoder submodule, a method of your class) raises AttributeError: "
+        "'DistributedDataParallel' object has no attribute ..., and only in the distributed run: the "
+        "single-process run never wraps.",
+    ),
+    "DDL126": (
+        "a device index made from the rank and a GPU count written in the code",
+        "use LOCAL_RANK (torchrun sets it) or rank % torch.cuda.device_count()",
+        "2-join-the-process-group",
+        "`cuda:{rank % 8}` is the local GPU only on nodes with exactly 8 GPUs: on nodes with 4 the second "
+        "node's processes ask for GPUs 4 to 7 ('invalid device ordinal'), on nodes with 16 half the GPUs "
+        "sit idle while two processes share each of the others.",
     ),
     "DDL124": (
         "a validation metric logged by one rank without a reduction, while the evaluation data is sharded",
@@ -493,6 +521,16 @@ class Checker:
         if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
             given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
             return next((value for value in given if value is not None), None)
+        if name in FILE_WRITERS and len(call.args) > FILE_WRITERS[name]:
+            path = call.args[
+                FILE_WRITERS[name]
+            ]  # np.save(path, a), fig.savefig(path), save_image(x, path)
+            return None if self.parameter_path(call, path) else path
+        if callee in ("write_text", "write_bytes") and isinstance(call.func, ast.Attribute):
+            path = call.func.value  # Path(out, "args.json").write_text(...)
+            return None if self.parameter_path(call, path) else path
+        if name == "open" and self.opened_for_writing(call):
+            return None if self.parameter_path(call, call.args[0]) else call.args[0]
         if name in DUMPS and len(call.args) > 1:
             opened = call.args[1]  # json.dump(x, open(path, "w")): the handle opened in the call
             if isinstance(opened, ast.Call) and dotted(opened.func) == "open" and opened.args:
@@ -509,6 +547,40 @@ class Checker:
                         return opened.func.value  # with path.open("w") as f
             return None  # a handle from elsewhere: where it writes is not known here
         return None
+
+    def opened_for_writing(self, call):
+        """`with open(path, "w") as f:` or `f = open(path, "wb")` whose handle no json/pickle/yaml dump takes
+        (those are reported at the dump): a file truncated and written. Appending ("a") is left alone."""
+        mode = call.args[1] if len(call.args) > 1 else keyword(call, "mode")
+        if not (call.args and isinstance(mode, ast.Constant) and isinstance(mode.value, str)):
+            return False
+        if "w" not in mode.value and "x" not in mode.value:
+            return False
+        parent = self.parent.get(call)
+        if isinstance(parent, ast.withitem):
+            handle, body = dotted(parent.optional_vars), self.parent[parent].body
+        elif isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+            handle, body = dotted(parent.targets[0]), siblings(self, parent)[1]
+        else:
+            return False  # json.dump(x, open(path, "w")) is the dump's; anything else is not known here
+        dumped = any(
+            isinstance(n, ast.Call)
+            and dotted(n.func) in DUMPS
+            and len(n.args) > 1
+            and dotted(n.args[1]) == handle
+            for statement in body
+            for n in ast.walk(statement)
+        )
+        return bool(handle) and not dumped
+
+    def parameter_path(self, call, path):
+        """A path the enclosing function is handed (`def save_json(obj, path)`) in a function nothing in this
+        module calls: the caller, in another module, picks both the path and the process."""
+        function = function_of(self, call)
+        if function is None or self.calls.get(function.name):
+            return False
+        given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+        return any(isinstance(n, ast.Name) and n.id in given for n in ast.walk(path))
 
     @functools.cached_property
     def words(self):
@@ -906,6 +978,8 @@ class CollectiveUnderRankCheck(CallRule):
                 self.barriers.append((call, *check))
             elif check is not None:
                 self.add(call)
+        elif name in self.m.project.collective_helpers and self.rank_check(call) is not None:
+            self.add(call)  # a function of another module of the project that runs a collective
 
 
 class UnsafeLoad(CallRule):
@@ -1099,19 +1173,7 @@ class GlobalRankAsDevice(Rule):
         return bool(GLOBAL_RANK.search(text)) and "local" not in text.lower() and len(text) < 80
 
     def visit_Call(self, node):
-        callee = last(dotted(node.func))
-        indexed = []
-        if callee in ("to", "cuda", "set_device", "set_device_index") and node.args:
-            indexed.append(node.args[0])
-        if callee == "device" and dotted(node.func) in ("torch.device", "device"):
-            indexed.extend(node.args[1:2] if len(node.args) > 1 else node.args[:1])
-        for name in ("device_ids", "output_device", "device"):
-            value = keyword(node, name)
-            if isinstance(value, (ast.List, ast.Tuple)):
-                indexed.extend(value.elts)
-            elif value is not None:
-                indexed.append(value)
-        if any(self.is_global(value) for value in indexed):
+        if any(self.is_global(value) for value in device_indexes(node)):
             self.add(node)
 
     def visit_JoinedStr(self, node):  # f"cuda:{rank}"
@@ -1223,6 +1285,7 @@ class AccumulationWithoutNoSync(Rule):
             any("all_reduce" in n for n in names)
             or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
             or "model_without_ddp" in words
+            or self.m.project.wrapped_by_importer  # main.py wraps and imports this engine.py
         )
         self.wrapped_here = wraps
         return bool(
@@ -1324,6 +1387,24 @@ class ClipScaledGradients(Rule):
 
 
 WRITERS = {"save": 1, "save_file": 1, "save_pretrained": 0, "save_model": 1}
+# writers of one file, and the argument that names it (DDL107): numpy, matplotlib, torchvision
+FILE_WRITERS = {
+    "np.save": 0,
+    "numpy.save": 0,
+    "np.savez": 0,
+    "numpy.savez": 0,
+    "np.savez_compressed": 0,
+    "numpy.savez_compressed": 0,
+    "np.savetxt": 0,
+    "numpy.savetxt": 0,
+    "plt.savefig": 0,
+    "matplotlib.pyplot.savefig": 0,
+    "save_image": 1,
+    "torchvision.utils.save_image": 1,
+    "vutils.save_image": 1,
+    "safetensors.torch.save_file": 1,
+    "save_file": 1,
+}
 # serializers that write into a file handle, their second argument (DDL107)
 DUMPS = (
     "json.dump",
@@ -1464,7 +1545,26 @@ class UnreducedEvalLog(Rule):
         return self.m.distributed and self.eval_sharded()
 
     def eval_sharded(self):
+        self.main_loggers = {  # print0(...): a function of this module that logs on one rank only
+            f.name
+            for f in self.m.nodes
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(
+                isinstance(n, ast.Call)
+                and last(dotted(n.func)) in LOGGERS
+                and self.rank_check(n) is not None
+                for n in ast.walk(f)
+            )
+        }
         for node in self.m.nodes:
+            if isinstance(node, ast.Call) and self.takes_the_rank(node):
+                statement = next(
+                    p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt)
+                )
+                if isinstance(statement, ast.Assign) and EVAL_WORDS.search(
+                    " ".join(dotted(t) for t in statement.targets)
+                ):
+                    return True  # val_loader = ShardedLoader(files, B, T, ddp_rank, ddp_world_size)
             if isinstance(node, ast.Call) and last(dotted(node.func)) in (
                 "DistributedSampler",
                 "prepare",
@@ -1476,10 +1576,24 @@ class UnreducedEvalLog(Rule):
                     return True
         return False
 
+    @staticmethod
+    def takes_the_rank(call):
+        """A loader or dataset of the script's own given the rank and the world size: it shards."""
+        passed = [dotted(a) for a in [*call.args, *(k.value for k in call.keywords)]]
+        words = [last(p).lower() for p in passed if p]
+        return (
+            last(dotted(call.func)) not in ("to", "cuda", "device", "set_device", "DDP")
+            and any("rank" in w or w == "process_index" for w in words)
+            and any(WORLD_SIZE.search(w) or w == "num_processes" for w in words)
+        )
+
     def visit_Call(self, node):
         callee = last(dotted(node.func))
         main_only = dotted(node.func).startswith(("accelerator.", "self.accelerator."))
-        if callee in LOGGERS and (main_only or self.m.guarded(node)):
+        main_only = main_only or callee in self.main_loggers
+        if (callee in LOGGERS or callee in self.main_loggers) and (
+            main_only or self.m.guarded(node)
+        ):
             shown = [*node.args, *(k.value for k in node.keywords)]
             names = {
                 dotted(n)
@@ -1489,6 +1603,238 @@ class UnreducedEvalLog(Rule):
             }
             if any(self.m.reductions.assigned_unreduced(name) for name in names):
                 self.add(node)
+
+
+# What a DistributedDataParallel or DataParallel object answers itself (torch 2.13's dir() of both, public
+# names): nn.Module's API and the wrapper's own. Any other attribute belongs to the model inside, and the
+# wrapper does not forward it (FSDP1 and DeepSpeed's engine do: they are not in WRAPPED_BY).
+WRAPPER_API = frozenset(
+    "T_destination add_module apply batched_grad_copy bfloat16 broadcast_bucket_size broadcast_buffers "
+    "bucket_bytes_cap bucket_bytes_cap_default bucket_bytes_cap_list buffers call_super_init children compile "
+    "cpu cuda device device_ids device_type dim double dump_patches eval extra_repr find_unused_parameters "
+    "float forward forward_sync_buffers gather get_buffer get_extra_state get_parameter get_submodule "
+    "gradient_as_bucket_view half ipu is_multi_device_module join join_device join_hook join_process_group "
+    "load_state_dict logger mixed_precision module modules modules_buffers mtia named_buffers named_children "
+    "named_module_buffers named_modules named_parameters no_sync output_device parallel_apply parameters "
+    "parameters_to_ignore process_group reducer register_backward_hook register_buffer register_comm_hook "
+    "register_forward_hook register_forward_pre_hook register_full_backward_hook "
+    "register_full_backward_pre_hook register_load_state_dict_post_hook register_load_state_dict_pre_hook "
+    "register_module register_parameter register_state_dict_post_hook register_state_dict_pre_hook replicate "
+    "require_backward_grad_sync require_forward_param_sync requires_grad_ scatter set_extra_state "
+    "set_submodule share_memory skip_all_reduce_unused_params src_device_obj state_dict static_graph to "
+    "to_empty to_kwargs train training type use_side_stream_for_tensor_copies will_sync_module_buffers xpu "
+    "zero_grad".split()
+)
+WRAPPED_BY = {"DistributedDataParallel", "DDP", "DataParallel"}
+
+
+def wraps(value):
+    """Whether an assigned value is a DDP / DataParallel wrap (`DDP(m)`, `DDP(m) if ddp else m`)."""
+    if isinstance(value, ast.IfExp):
+        return wraps(value.body) or wraps(value.orelse)
+    return isinstance(value, ast.Call) and last(dotted(value.func)) in WRAPPED_BY
+
+
+class WrapperAttribute(Rule):
+    """DDL125: `model.generate(...)`, `model.config`, `model.encoder` where `model` was last bound to a DDP or
+    DataParallel wrap (or to a model `accelerator.prepare` returned: a DDP under a multi-GPU launch), in the
+    same function or module, before the access; or `self.model.X` where a method of the class binds
+    `self.model` to a wrap. An access under a test of the wrapper (`hasattr(model, "module")`,
+    `isinstance(model, DDP)`) is the script choosing, and is left alone."""
+
+    code = "DDL125"
+    # under these, prepare() returns an engine or a module that forwards attributes (or the model itself)
+    FORWARDING = re.compile(r"deepspeed|fsdp|fully_shard|megatron|parallelism_config", re.I)
+
+    def begin(self):
+        self.bindings = {}  # (scope, name) -> [(position, wrapped, node)]
+        self.self_wraps = {}  # class -> {"self.model": [(method, position)] of its wraps}
+        self.prepare_wraps = not any(
+            self.FORWARDING.search(w) for w in self.m.words | set(self.m.calls)
+        )
+        for node in self.m.nodes:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            pairs = []
+            for target in targets:
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Call):
+                    if (
+                        last(dotted(node.value.func)) == "prepare"
+                    ):  # model, opt = accelerator.prepare(...)
+                        args = [dotted(a) for a in node.value.args]
+                        for t, a in zip(target.elts, args):
+                            model = "model" in a.lower() and not a.lower().endswith("s")
+                            pairs.append((t, model and self.prepare_wraps))
+                    else:
+                        pairs.extend((t, False) for t in target.elts)
+                elif isinstance(target, ast.Tuple):
+                    pairs.extend((t, False) for t in target.elts)
+                else:
+                    value = node.value
+                    prepared = (
+                        isinstance(value, ast.Call)
+                        and last(dotted(value.func)) == "prepare"
+                        and len(value.args) == 1
+                        and MODEL_NAMES.search(dotted(value.args[0]).rsplit(".", 1)[-1] or "-")
+                    )
+                    pairs.append((target, wraps(value) or bool(prepared) and self.prepare_wraps))
+            for target, wrapped in pairs:
+                name = dotted(target)
+                if not name:
+                    continue
+                if name.startswith("self.") and name.count(".") == 1:
+                    cls = next(
+                        (p for p in self.m.parents_of(node) if isinstance(p, ast.ClassDef)), None
+                    )
+                    if cls is not None and wrapped:
+                        wrap = (self.function_of(node), (node.lineno, node.col_offset))
+                        self.self_wraps.setdefault(cls, {}).setdefault(name, []).append(wrap)
+                    continue
+                scope = self.function_of(node)
+                position = (node.lineno, node.col_offset)
+                self.bindings.setdefault((scope, name), []).append((position, wrapped, node))
+        return any(w for entries in self.bindings.values() for _, w, _ in entries) or bool(
+            self.self_wraps
+        )
+
+    def visit_Attribute(self, node):
+        if (
+            not isinstance(node.ctx, ast.Load)
+            or node.attr.startswith("_")
+            or node.attr in WRAPPER_API
+        ):
+            return
+        name = dotted(node.value)
+        scope = self.function_of(node)
+        if (
+            not name
+            or self.tested(node, name)
+            or scope is not None
+            and scope.name.startswith("test")
+        ):
+            return  # a test function runs in one process
+        position = (node.lineno, node.col_offset)
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = next((p for p in self.m.parents_of(node) if isinstance(p, ast.ClassDef)), None)
+            for method, at in self.self_wraps.get(cls, {}).get(name, []):
+                # a wrap in __init__ is there for every other method; one in another method (timm's
+                # prepare_distributed) only for what follows it there: the order of calls is the caller's
+                constructor = (
+                    method is not None and method.name == "__init__" and scope is not method
+                )
+                if constructor or scope is method and at < position:
+                    self.add(node, fixable=False)
+                    break
+            return
+        while True:  # the innermost function (or the module) that binds the name
+            entries = self.bindings.get((scope, name))
+            if entries is not None or scope is None:
+                break
+            if any(a.arg == name for a in ast.walk(scope.args) if isinstance(a, ast.arg)):
+                return  # a parameter: what the caller passes
+            scope = self.function_of(scope)
+        before = [
+            wrapped
+            for at, wrapped, binding in sorted(entries or [], key=lambda e: e[0])
+            if at < position and not self.apart(binding, node)
+        ]
+        if before and before[-1]:
+            self.add(node, fixable=False)
+
+    def apart(self, binding, node):
+        """Whether a binding and an access sit in different branches of one `if` (a DDP wrap under
+        `if args.distributed:`, a DataParallel use under its `elif`): the binding never reaches the access."""
+
+        def branch_of(n):
+            sides, child = {}, n
+            for parent in self.m.parents_of(n):
+                if isinstance(parent, ast.If):
+                    sides[parent] = "body" if child in parent.body else "orelse"
+                child = parent
+            return sides
+
+        ours = branch_of(node)
+        return any(ours.get(p, side) != side for p, side in branch_of(binding).items())
+
+    def tested(self, node, name):
+        """Under a test of the wrapper: `if hasattr(model, "module")`, `... if isinstance(model, DDP) else`,
+        `hasattr(model, "embeds") and model.embeds.patch_size`."""
+        parent = self.m.parent.get(node)
+        while parent is not None:
+            if isinstance(parent, ast.BoolOp) and f"hasattr({name}," in ast.unparse(parent):
+                return True
+            parent = self.m.parent.get(parent)
+        for parent in self.m.parents_of(node):
+            test = (
+                getattr(parent, "test", None) if isinstance(parent, (ast.If, ast.IfExp)) else None
+            )
+            if test is not None:
+                text = ast.unparse(test)
+                if name in text and re.search(
+                    r"module|isinstance|hasattr|Distributed|DDP|DataParallel", text
+                ):
+                    return True
+        return False
+
+
+def device_indexes(call):
+    """The values a call uses as a device index: `.to(i)`, `.cuda(i)`, `set_device(i)`, `torch.device("cuda", i)`,
+    `device_ids=[i]`, `output_device=i`, `device=i`."""
+    callee, indexed = last(dotted(call.func)), []
+    if callee in ("to", "cuda", "set_device", "set_device_index") and call.args:
+        indexed.append(call.args[0])
+    if callee == "device" and dotted(call.func) in ("torch.device", "device"):
+        indexed.extend(call.args[1:2] if len(call.args) > 1 else call.args[:1])
+    for name in ("device_ids", "output_device", "device"):
+        value = keyword(call, name)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            indexed.extend(value.elts)
+        elif value is not None:
+            indexed.append(value)
+    return indexed
+
+
+class HardcodedGpuCount(Rule):
+    """DDL126: a device index `rank % 8` (or `% GPUS_PER_NODE` with `GPUS_PER_NODE = 8` written in the module),
+    in `.to()`, `.cuda()`, `set_device()`, `device_ids=`, `torch.device()` or an f-string `cuda:{...}`."""
+
+    code = "DDL126"
+
+    def begin(self):
+        self.constants = {}
+        for node in self.m.tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and type(node.value.value) is int:
+                        self.constants[t.id] = node.value.value
+        return True
+
+    def written_in(self, node):
+        if isinstance(node, ast.Call) and last(dotted(node.func)) in ("int", "str") and node.args:
+            return self.written_in(node.args[0])
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
+            return False
+        count = node.right
+        value = (
+            count.value if isinstance(count, ast.Constant) else self.constants.get(dotted(count))
+        )
+        return type(value) is int and value > 1 and "rank" in ast.unparse(node.left).lower()
+
+    def visit_Call(self, node):
+        if any(self.written_in(v) for v in device_indexes(node)):
+            self.add(node, fixable=False)
+
+    def visit_JoinedStr(self, node):  # f"cuda:{rank % 8}"
+        parts = node.values
+        for before, value in zip(parts, parts[1:]):
+            if (
+                isinstance(before, ast.Constant)
+                and str(before.value).endswith("cuda:")
+                and isinstance(value, ast.FormattedValue)
+                and self.written_in(value.value)
+            ):
+                self.add(node, fixable=False)
 
 
 class Reductions:
@@ -1621,6 +1967,8 @@ RULE_CLASSES = [
     ReadWithoutBarrier,
     SummedLoss,
     UnreducedEvalLog,
+    WrapperAttribute,
+    HardcodedGpuCount,
 ]
 
 
@@ -1701,10 +2049,143 @@ def function_of(checker, node):
     )
 
 
-def check_source(source, path="<string>"):
-    """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse."""
+MPI_COLLECTIVES = {"bcast", "Bcast", "allreduce", "Allreduce", "Barrier", "allgather", "Allgather"}
+
+
+class Project:
+    """What the modules beside a checked file say about it, read from their text and their trees (never run):
+    whether a module that imports this one wraps a model in DDP (an `engine.py` whose `train_one_epoch` gets
+    the wrapped model from `main.py`), and which functions of the modules this one imports run a collective
+    (improved-diffusion's `dist_util.load_state_dict`, an MPI broadcast). The neighbours are the .py files in
+    the file's folder and its parent's (and the parent's subfolders), at most MAX_NEIGHBOURS of them.
+    `Project()` alone knows nothing: check_source on a string."""
+
+    MAX_NEIGHBOURS = 400
+
+    def __init__(self, path=None, tree=None):
+        self.wrapped_by_importer = False
+        self.collective_helpers = (
+            set()
+        )  # qualified call names: "improved_diffusion.dist_util.load_state_dict"
+        if path is None or tree is None or not Path(path).is_file():
+            return
+        here = Path(path).resolve()
+        neighbours = self.neighbours(here.parent)
+        stem = here.stem
+        imports_us = re.compile(
+            rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\s+import|import\s+[\w.]*\b{re.escape(stem)}\b"
+            rf"|from\s+[\w.]+\s+import\s+[^\n]*\b{re.escape(stem)}\b)",
+            re.M,
+        )
+        self.wrapped_by_importer = any(
+            other != here
+            and self.wraps_ddp(other)
+            and stem in self.text(other)  # the cheap test first: most neighbours never name us
+            and imports_us.search(self.text(other))
+            for other in neighbours
+        )
+        by_name = {}
+        for other in neighbours:
+            key = other.parent.name if other.name == "__init__.py" else other.stem
+            by_name.setdefault(key, other)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                for alias in node.names:
+                    # `from pkg import dist_util`: a module; `from dist_util import f`: a function of it
+                    target = by_name.get(alias.name)
+                    if target is not None and target != here:
+                        # as Qualify reads the name: absolute imports qualified, relative ones as written
+                        absolute = f"{module}.{alias.name}" if module and not node.level else None
+                        self.helpers_of(target, absolute or alias.asname or alias.name, here)
+                    source = by_name.get(module.rsplit(".", 1)[-1]) if module else None
+                    if source is not None and source != here:
+                        name = alias.asname or alias.name
+                        qualified = name if node.level else f"{module}.{alias.name}"
+                        if alias.name in self.collectives_in(source):
+                            self.collective_helpers.add(qualified)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = by_name.get(alias.name.rsplit(".", 1)[-1])
+                    if target is not None and target != here:
+                        self.helpers_of(target, alias.name, here)
+
+    def helpers_of(self, module_path, prefix, here):
+        for function in self.collectives_in(module_path):
+            self.collective_helpers.add(f"{prefix}.{function}")
+
+    @staticmethod
+    @functools.cache  # one parse per module for the whole run: neighbours are shared
+    def collectives_in(module_path):
+        """The top-level functions of a module that run a collective themselves on every call: a
+        `dist.broadcast(...)` or `MPI.COMM_WORLD.bcast(...)` (an attribute call: a function of the module named
+        `gather` is not one) that no `if` inside the function decides on."""
+        try:
+            tree = ast.parse(Project.text(module_path))
+        except (SyntaxError, ValueError):
+            return frozenset()
+        found = set()
+        for function in tree.body:
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            pending = [(statement, False) for statement in function.body]
+            while pending:
+                node, conditional = pending.pop()
+                if (
+                    isinstance(node, ast.Call)
+                    and not conditional
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in COLLECTIVES | MPI_COLLECTIVES
+                    and keyword(node, "group") is None
+                ):
+                    found.add(function.name)
+                    break
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    continue
+                decided = isinstance(node, (ast.If, ast.IfExp))
+                pending.extend((c, conditional or decided) for c in ast.iter_child_nodes(node))
+        return frozenset(found)
+
+    @staticmethod
+    @functools.cache
+    def wraps_ddp(path):
+        return bool(re.search(r"DistributedDataParallel|\bDDP\(", Project.text(path)))
+
+    @staticmethod
+    @functools.cache  # a directory's files are read once per run, whichever of them is checked
+    def text(path):
+        try:
+            if path.stat().st_size > 2_000_000:
+                return ""
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    @staticmethod
+    @functools.cache
+    def neighbours(home):
+        found, folders = [], [home, home.parent]
+        try:
+            folders += sorted(d for d in home.parent.iterdir() if d.is_dir() and d != home)
+        except OSError:
+            pass
+        for folder in folders:
+            try:
+                files = sorted(folder.glob("*.py"))
+            except OSError:
+                continue
+            found.extend(f for f in files if f.is_file())
+            if len(found) >= Project.MAX_NEIGHBOURS:
+                break
+        return tuple(found[: Project.MAX_NEIGHBOURS])
+
+
+def check_source(source, path="<string>", neighbours=False):
+    """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse.
+    `neighbours`: read what the modules beside `path` say of it (Project); otherwise the file alone."""
     tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
+    checker.project = Project(path, tree) if neighbours else Project()
     run_rules(checker)
     lines = physical_lines(source)
 
@@ -1806,7 +2287,9 @@ def main(argv=None):
             def check(text, name=name, config=config):
                 chosen = config.get("select", []), config.get("ignore", [])
                 return [
-                    f for f in check_source(text, name) if doctor_output.selected(f.code, *chosen)
+                    f
+                    for f in check_source(text, name, neighbours=True)
+                    if doctor_output.selected(f.code, *chosen)
                 ]
 
             read = read_source(name)
