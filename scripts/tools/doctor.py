@@ -1177,15 +1177,8 @@ class GlobalRankAsDevice(Rule):
             self.add(node)
 
     def visit_JoinedStr(self, node):  # f"cuda:{rank}"
-        parts = node.values
-        for before, value in zip(parts, parts[1:]):
-            if (
-                isinstance(before, ast.Constant)
-                and str(before.value).endswith("cuda:")
-                and isinstance(value, ast.FormattedValue)
-                and self.is_global(value.value)
-            ):
-                self.add(node)
+        if any(self.is_global(value) for value in cuda_indexes(node)):
+            self.add(node)
 
 
 class GatherInEval(Rule):
@@ -1778,6 +1771,18 @@ class WrapperAttribute(Rule):
         return False
 
 
+def cuda_indexes(joined):
+    """The values an f-string puts after "cuda:" (f"cuda:{rank}")."""
+    parts = joined.values
+    return [
+        value.value
+        for before, value in zip(parts, parts[1:])
+        if isinstance(before, ast.Constant)
+        and str(before.value).endswith("cuda:")
+        and isinstance(value, ast.FormattedValue)
+    ]
+
+
 def device_indexes(call):
     """The values a call uses as a device index: `.to(i)`, `.cuda(i)`, `set_device(i)`, `torch.device("cuda", i)`,
     `device_ids=[i]`, `output_device=i`, `device=i`."""
@@ -1826,15 +1831,8 @@ class HardcodedGpuCount(Rule):
             self.add(node, fixable=False)
 
     def visit_JoinedStr(self, node):  # f"cuda:{rank % 8}"
-        parts = node.values
-        for before, value in zip(parts, parts[1:]):
-            if (
-                isinstance(before, ast.Constant)
-                and str(before.value).endswith("cuda:")
-                and isinstance(value, ast.FormattedValue)
-                and self.written_in(value.value)
-            ):
-                self.add(node, fixable=False)
+        if any(self.written_in(value) for value in cuda_indexes(node)):
+            self.add(node, fixable=False)
 
 
 class Reductions:
