@@ -1426,11 +1426,13 @@ def proof_obstacles(source, findings):
     torch.manual_seed (the initial weights differ from run to run)."""
     why = []
     if any(" MIG201 " in f for f in findings):
-        why.append("randomness drawn from each process's own generator (MIG201 above; item 20)")
+        why.append(
+            f"randomness drawn from each process's own generator (MIG201 above; {GUIDE} item 20)"
+        )
     if any(" MIG203 " in f for f in findings):
         why.append(
             "BatchNorm: per-process statistics on a CPU, where SyncBatchNorm refuses to run (MIG203 "
-            "above; item 19 says how to prove it frozen)"
+            f"above; {GUIDE} item 19 says how to prove it frozen)"
         )
     wrapper = MetadataWrapper(cst.parse_module(source))
     module, lines = wrapper.module, wrapper.resolve(PositionProvider)
@@ -1446,11 +1448,14 @@ def proof_obstacles(source, findings):
         if isinstance(value, cst.Float | cst.Integer) and float(value.value) != 0:
             why.append(
                 f"dropout with p={value.value} written in the code (line {lines[call].start.line}): "
-                f"each process draws its own masks; a copy with p=0, or p from a flag, proves (item 20)"
+                f"each process draws its own masks; a copy with p=0, or p from a flag, proves "
+                f"({GUIDE} item 20)"
             )
             break
     if not [c for c in calls_named(module, "manual_seed") if dotted(c.func) == "torch.manual_seed"]:
-        why.append("no torch.manual_seed: the initial weights differ from run to run (item 3)")
+        why.append(
+            f"no torch.manual_seed: the initial weights differ from run to run ({GUIDE} item 3)"
+        )
     return why
 
 
@@ -1611,8 +1616,8 @@ def main(argv=None):
     if args.prove and obstacles:
         print(f"migrated: {output}")
         print(
-            f"proof: impossible here: {'; '.join(obstacles)} ({GUIDE}). Migration written, not "
-            f"proven; nothing was run"
+            f"proof: impossible here: {'; '.join(obstacles)}. Migration written, not proven; "
+            f"nothing was run"
         )
         return 2
     if args.prove:
