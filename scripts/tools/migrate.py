@@ -326,6 +326,10 @@ def rewrite(source, path, accelerate):
         for node in m.findall(module, m.Name() | m.Attribute())
         if "BatchNorm" in (dotted(node) if isinstance(node, cst.Attribute) else node.value)
     ]
+    # a torchvision model (siamese_network's resnet18): its BatchNorm is in another module, unseen here
+    norms += [
+        c.func for c in m.findall(module, m.Call()) if "torchvision.models." in dotted(c.func)
+    ]
     for node in m.findall(module, m.Import() | m.ImportFrom()):
         text = mig.code(node)
         if "torch.distributed" in text or "accelerate" in text or "DistributedDataParallel" in text:
@@ -525,10 +529,12 @@ def rewrite(source, path, accelerate):
     )
     sync = ""
     if norms:
+        norm = mig.code(norms[0])
+        norm += "" if "BatchNorm" in norm else ": a torchvision model, most have it"
         mig.finding(
             norms[0],
             "MIG203",
-            f"BatchNorm ({mig.code(norms[0])}): under DDP each process normalizes its own share of the "
+            f"BatchNorm ({norm}): under DDP each process normalizes its own share of the "
             f"batch and keeps its own statistics: converted to SyncBatchNorm on GPUs only (a CPU module "
             f"refuses it), so on a CPU the migration trains with per-process statistics and no proof "
             f"holds; prove with BatchNorm frozen ({GUIDE} item 19)",
@@ -939,7 +945,7 @@ def reduce_train_sums(mig, train_fn, train_call, train_name, accelerate):
     if f"{loader}.dataset" not in mig.code(statement) or "device" not in names_in(train_fn):
         mig.finding(
             statement,
-            "MIG204",
+            "MIG205",
             f"{', '.join(read)} after the loop: this process's sum over its shard, printed as it is "
             f"(the plain script's divided by the whole set's size is all-reduced first): read it as "
             f"rank 0's ({GUIDE} item 7)",
@@ -1301,6 +1307,16 @@ def migrate_test(mig, function, loader, accelerate):
                 f"({GUIDE} item 7)"
             )
         means[target] = aug
+    for target, aug in adds.items():
+        if target not in means and per_batch_mean(mig, aug.value):
+            mig.finding(
+                aug,
+                "MIG204",
+                f"{target} adds up per-batch means (a criterion without reduction='sum') and is divided "
+                f"by the set's size: its value depends on how many batches there are, so at N processes "
+                f"it is about N times the plain one; left as it is: add the batch's mean times its size "
+                f"({GUIDE} item 7)",
+            )
     loop_target = fors[0].target
     if isinstance(loop_target, cst.Tuple) and isinstance(loop_target.elements[-1].value, cst.Tuple):
         loop_target = loop_target.elements[-1].value  # for i, (data, _) in enumerate(loader)
@@ -1379,6 +1395,27 @@ def migrate_test(mig, function, loader, accelerate):
                         changed, f"the whole set's size: {GUIDE} item 7", mig.indent(simple)
                     ),
                 )
+
+
+def per_batch_mean(mig, value):
+    """A loss called with its default reduction, the batch's mean: a criterion object (`criterion =
+    nn.BCELoss()`) or a functional loss (`F.nll_loss(output, target)`) without `reduction=`."""
+    criteria = set()
+    for assign in m.findall(mig.module, m.Assign()):
+        call = assign.value
+        if (
+            isinstance(call, cst.Call)
+            and last_name(call.func).endswith("Loss")
+            and not keyword(call, "reduction")
+            and all(isinstance(t.target, cst.Name) for t in assign.targets)
+        ):
+            criteria |= {t.target.value for t in assign.targets}
+    for call in m.findall(value, m.Call()):
+        name = last_name(call.func)
+        functional = dotted(call.func).startswith(("F.", "torch.nn.functional.")) and "loss" in name
+        if (name in criteria or functional) and not keyword(call, "reduction"):
+            return True
+    return False
 
 
 def randomness(mig, functions):
