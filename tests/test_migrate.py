@@ -559,3 +559,19 @@ def test_a_module_level_script_migrated_trains_the_plain_weights_under_torchrun_
     proc, diff = prove(script, "--epochs", "1", "--no-shuffle")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert diff is not None and diff <= 1e-5
+
+
+def test_a_second_model_built_to_load_the_saved_weights_is_left_alone_and_a_count_plus_one_scaled():
+    source = QUICKSTART.read_text()
+    source = source.replace(
+        "model = NeuralNetwork()\nmodel.load", "model = NeuralNetwork().to(device)\nmodel.load"
+    )
+    source = source.replace(
+        "batch * len(X)", "(batch + 1) * len(X)"
+    )  # the quickstart's newer count
+    code, findings = migrate.to_torchrun(source, "quickstart.py")
+    assert findings == []
+    assert code.count("model = DDP(model") == 1
+    assert code.index("model = DDP(model") < code.index("optimizer = torch.optim.SGD")
+    assert "model = NeuralNetwork().to(device)\ndist.barrier()" in code
+    assert "(batch + 1) * len(X) * dist.get_world_size()" in code

@@ -449,6 +449,15 @@ def rewrite(source, path, accelerate):
             and found[1].func.attr.value == "to"
         ):
             models.append((found[0], s))
+    optimizing = [
+        s
+        for s in body
+        if assignment(s) and any(last_name(c.func) == "parameters" for c in m.findall(s, m.Call()))
+    ]
+    if (
+        len(models) > 1 and optimizing
+    ):  # the quickstart builds a fresh model to load the saved weights
+        models = [(n, s) for n, s in models if body.index(s) < body.index(optimizing[0])][-1:]
     if len(models) != 1:
         raise Refused(
             f"no single `model = ....to(device)` {where} whose parameters an optimizer "
@@ -970,7 +979,8 @@ def reduce_train_sums(mig, train_fn, train_call, train_name, accelerate):
 
 
 class CountAll(cst.CSTTransformer):
-    """`batch_idx * len(data)` -> `batch_idx * len(data) * <world size>`: every process took len(data)."""
+    """`batch_idx * len(data)` (or `(batch + 1) * len(X)`, as the quickstart counts) -> the same times the world
+    size: every process took len(data)."""
 
     def __init__(self, index, batch, world_size):
         super().__init__()
@@ -981,7 +991,7 @@ class CountAll(cst.CSTTransformer):
         right = updated.right
         if (
             isinstance(updated.operator, cst.Multiply)
-            and dotted(updated.left) == self.index
+            and (dotted(updated.left) == self.index or self.index in names_in(updated.left))
             and isinstance(right, cst.Call)
             and dotted(right.func) == "len"
             and len(right.args) == 1
