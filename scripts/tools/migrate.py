@@ -5,34 +5,34 @@ trains the same model.
     python scripts/tools/migrate.py train.py --to accelerate -o train_accelerate.py
     python scripts/tools/migrate.py train.py --to torchrun --prove -- --epochs 1 --dropout 0
 
-A first cut (issue 36): it rewrites scripts of the pytorch/examples mnist/main.py shape and refuses the rest.
 The rewrite is made on libcst's concrete syntax tree, line by line: every line it does not change is copied byte
 for byte (comments, blank lines, quotes), and every line it inserts or changes ends with a comment naming the
-item of guides/your-script.md it applies. The shape it knows: a main() that builds the DataLoaders (the training
-one with `shuffle=` and `batch_size=`), `device = torch.device(...)`, a model `... .to(device)` whose
-`.parameters()` an optimizer takes, an epoch loop `for epoch in ...:` calling a train function (the one with
-`.backward()`) and test functions that sum over a `with torch.no_grad():` loop, and
-`torch.save(model.state_dict(), ...)`. The global batch stays what the plain script's flag says: each of the
-processes takes batch // world size (and the script stops with one line when it does not divide).
+item of guides/your-script.md it applies. The shapes it knows: the loaders, the device, a model `... .to(device)`
+whose `.parameters()` an optimizer takes and an epoch loop `for epoch in ...:` calling a train function (the one
+with `.backward()`), all in one main() (pytorch/examples' mnist/main.py) or all at the module level, an
+`if __name__ == "__main__":` block included (vae/main.py, the PyTorch tutorials' quickstart); test functions that
+sum over a `with torch.no_grad():` loop; `torch.save(model.state_dict(), ...)`. The global batch stays what the
+plain script's flag says: each of the processes takes batch // world size (and the script stops with one line
+when it does not divide).
 
 It refuses, with one `error:` line naming the shape and exit code 2, what it cannot rewrite with certainty: no
-DataLoader in the file, loader options from a dict (`**kwargs`), a training loop it does not recognise,
-BatchNorm, a summed loss built outside the train function, a test loss made of per-batch means, a script that
-is distributed already. Randomness drawn per sample from a process's own generator (in `__getitem__` or
-`forward`) is migrated and reported as a finding (`path:line:col: MIG201 ...`, exit code 1): it trains, but no
-run with more processes draws what the plain run draws.
+DataLoader in the file, a training loop it does not recognise, a summed loss built outside the train function,
+`torch.save(model)`, a script that is distributed already. What it migrates but cannot make the plain script's
+training is a finding (`path:line:col: MIG2xx ...`, exit code 1): randomness drawn per sample from a process's own
+generator (MIG201), random_split unseeded (MIG202), BatchNorm (MIG203: SyncBatchNorm on GPUs only), a test sum
+of per-batch means over the set's size (MIG204), an epoch sum it does not reduce (MIG205).
 
 --to accelerate writes `Accelerator(cpu=not torch.cuda.is_available())`, `prepare` (model, optimizer, training
 loader), `accelerator.backward`, `accelerator.reduce` of the test sums, `accelerator.print`, a main-process save
-of `unwrap_model(model)` and `end_training()`; the train and test functions take the Accelerator as a new last
-parameter.
+of `unwrap_model(model)` and `end_training()`; the train and test functions of a main() take the Accelerator as a
+new last parameter.
 
 --prove runs the plain script in one process and the migration under `torchrun --standalone --nproc_per_node=2`
 (`accelerate launch` with accelerate_configs/cpu_2proc.yaml for --to accelerate; gloo on a CPU) with the flags
-after `--`, each saving its weights where the tool says (the save path's flag is
-set for each run, or each runs in its own directory), then prints compare.py's report and exits with its code.
-Turn off in the flags what draws randomness differently in one process and in two (dropout, shuffling): compare's
-verdict names it otherwise. guides/migrate.md shows a worked run.
+after `--`, each saving its weights where the tool says (the save path's flag is set for each run, or each runs
+in its own directory), then prints compare.py's report and exits with its code. Where no proof can hold (MIG201,
+MIG203, dropout with a literal nonzero p, no torch.manual_seed) it says `proof: impossible here` with the reasons
+and runs nothing. guides/migrate.md shows worked runs.
 """
 
 import argparse
