@@ -575,3 +575,13 @@ def test_a_second_model_built_to_load_the_saved_weights_is_left_alone_and_a_coun
     assert code.index("model = DDP(model") < code.index("optimizer = torch.optim.SGD")
     assert "model = NeuralNetwork().to(device)\ndist.barrier()" in code
     assert "(batch + 1) * len(X) * dist.get_world_size()" in code
+
+
+def test_the_model_s_own_attribute_goes_through_the_unwrapped_model_or_is_refused_without_one():
+    source = SOURCE.read_text().replace(
+        "def train(", "def peek(model):\n    return model.fc1.weight.sum()\n\n\ndef train(", 1
+    )
+    code, _ = migrate.to_torchrun(source, "x.py")
+    assert "    return model.module.fc1.weight.sum()  # the model's own method" in code
+    with pytest.raises(migrate.Refused, match=r"model.fc1 in peek\(\), which has no Accelerator"):
+        migrate.to_accelerate(source, "x.py")

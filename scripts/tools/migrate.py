@@ -760,7 +760,10 @@ def rewrite(source, path, accelerate):
         else:
             mig.guard(statement, "dist.get_rank() == 0", f"one process prints: {GUIDE} item 8")
     guard_writes(mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns)
-    unwrap_uses(mig, model, model_stmt, body, functions, accelerate)
+    reached = (
+        None if module_level or not accelerate else [train_fn, *(functions[n] for n in test_fns)]
+    )
+    unwrap_uses(mig, model, model_stmt, body, functions, accelerate, reached)
     if accelerate and not module_level:  # the functions that train and test take the Accelerator
         for function in [train_fn, *(functions[n] for n in test_fns)]:
             add_parameter(mig, function, main)
@@ -878,9 +881,10 @@ class Unwrap(cst.CSTTransformer):
         return updated
 
 
-def unwrap_uses(mig, model, model_stmt, body, functions, accelerate):
+def unwrap_uses(mig, model, model_stmt, body, functions, accelerate, reached=None):
     """The model's own methods and attributes (vae's `model.decode(z)`, item 16) go through the unwrapped
-    model, in the functions and in the main code after the wrap, until the name is bound again."""
+    model, in the functions and in the main code after the wrap, until the name is bound again. `reached`: the
+    functions that have an Accelerator to unwrap with (a main()'s train and test functions, which take it)."""
     unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
     statements = [s for f in functions.values() for s in enclosing_statements(f)]
     for s in body[body.index(model_stmt) + 1 :]:
@@ -902,6 +906,16 @@ def unwrap_uses(mig, model, model_stmt, body, functions, accelerate):
                 )
             continue
         statement = owner[0]
+        outside = [
+            f
+            for f in functions.values()
+            if statement in enclosing_statements(f) and reached is not None and f not in reached
+        ]
+        if outside and not any(statement in enclosing_statements(s) for s in body):
+            raise Refused(
+                f"line {mig.line(node)}: {model}.{node.attr.value} in {outside[0].name.value}(), which has "
+                f"no Accelerator to unwrap the model with ({GUIDE} item 16): not rewritten"
+            )
         if mig.line(statement) in mig.replaced:
             raise Refused(
                 f"line {mig.line(node)}: {model}.{node.attr.value} on a line the migration changes "
