@@ -585,3 +585,32 @@ def test_the_model_s_own_attribute_goes_through_the_unwrapped_model_or_is_refuse
     assert "    return model.module.fc1.weight.sum()  # the model's own method" in code
     with pytest.raises(migrate.Refused, match=r"model.fc1 in peek\(\), which has no Accelerator"):
         migrate.to_accelerate(source, "x.py")
+
+
+def test_a_torchvision_model_counts_as_batchnorm_and_an_epoch_mean_of_batch_losses_is_a_finding():
+    source = MODULE_LEVEL.read_text().replace(
+        "import torch.utils.data\n", "import torch.utils.data\nimport torchvision\n"
+    )
+    source = source.replace(
+        "model = AE().to(device)",
+        "model = AE().to(device)\nbackbone = torchvision.models.resnet18()",
+    )
+    source = source.replace(
+        "train_loss / len(train_loader.dataset)", "train_loss / len(train_loader)"
+    )
+    code, findings = migrate.to_torchrun(source, "ae.py")
+    codes = [f.split(": ")[1].split()[0] for f in findings]
+    assert codes == ["MIG203", "MIG205"], findings
+    assert "torchvision.models.resnet18: a torchvision model" in findings[0]
+    assert "convert_sync_batchnorm(model)" in code
+    assert (
+        "dist.all_reduce(totals)" not in code.split("def test(")[0]
+    )  # the train sum left as it was
+
+
+def test_a_dataset_given_by_keyword_is_sharded_too():
+    source = SOURCE.read_text().replace(
+        "DataLoader(dataset2, batch_size", "DataLoader(dataset=dataset2, batch_size"
+    )
+    code, _ = migrate.to_torchrun(source, "x.py")
+    assert "DataLoader(dataset=Subset(dataset2, range(rank, len(dataset2), world_size))" in code
