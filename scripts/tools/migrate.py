@@ -5,34 +5,34 @@ trains the same model.
     python scripts/tools/migrate.py train.py --to accelerate -o train_accelerate.py
     python scripts/tools/migrate.py train.py --to torchrun --prove -- --epochs 1 --dropout 0
 
-A first cut (issue 36): it rewrites scripts of the pytorch/examples mnist/main.py shape and refuses the rest.
 The rewrite is made on libcst's concrete syntax tree, line by line: every line it does not change is copied byte
 for byte (comments, blank lines, quotes), and every line it inserts or changes ends with a comment naming the
-item of guides/your-script.md it applies. The shape it knows: a main() that builds the DataLoaders (the training
-one with `shuffle=` and `batch_size=`), `device = torch.device(...)`, a model `... .to(device)` whose
-`.parameters()` an optimizer takes, an epoch loop `for epoch in ...:` calling a train function (the one with
-`.backward()`) and test functions that sum over a `with torch.no_grad():` loop, and
-`torch.save(model.state_dict(), ...)`. The global batch stays what the plain script's flag says: each of the
-processes takes batch // world size (and the script stops with one line when it does not divide).
+item of guides/your-script.md it applies. The shapes it knows: the loaders, the device, a model `... .to(device)`
+whose `.parameters()` an optimizer takes and an epoch loop `for epoch in ...:` calling a train function (the one
+with `.backward()`), all in one main() (pytorch/examples' mnist/main.py) or all at the module level, an
+`if __name__ == "__main__":` block included (vae/main.py, the PyTorch tutorials' quickstart); test functions that
+sum over a `with torch.no_grad():` loop; `torch.save(model.state_dict(), ...)`. The global batch stays what the
+plain script's flag says: each of the processes takes batch // world size (and the script stops with one line
+when it does not divide).
 
 It refuses, with one `error:` line naming the shape and exit code 2, what it cannot rewrite with certainty: no
-DataLoader in the file, loader options from a dict (`**kwargs`), a training loop it does not recognise,
-BatchNorm, a summed loss built outside the train function, a test loss made of per-batch means, a script that
-is distributed already. Randomness drawn per sample from a process's own generator (in `__getitem__` or
-`forward`) is migrated and reported as a finding (`path:line:col: MIG201 ...`, exit code 1): it trains, but no
-run with more processes draws what the plain run draws.
+DataLoader in the file, a training loop it does not recognise, a summed loss built outside the train function,
+`torch.save(model)`, a script that is distributed already. What it migrates but cannot make the plain script's
+training is a finding (`path:line:col: MIG2xx ...`, exit code 1): randomness drawn per sample from a process's own
+generator (MIG201), random_split unseeded (MIG202), BatchNorm (MIG203: SyncBatchNorm on GPUs only), a test sum
+of per-batch means over the set's size (MIG204), an epoch sum it does not reduce (MIG205).
 
 --to accelerate writes `Accelerator(cpu=not torch.cuda.is_available())`, `prepare` (model, optimizer, training
 loader), `accelerator.backward`, `accelerator.reduce` of the test sums, `accelerator.print`, a main-process save
-of `unwrap_model(model)` and `end_training()`; the train and test functions take the Accelerator as a new last
-parameter.
+of `unwrap_model(model)` and `end_training()`; the train and test functions of a main() take the Accelerator as a
+new last parameter.
 
 --prove runs the plain script in one process and the migration under `torchrun --standalone --nproc_per_node=2`
 (`accelerate launch` with accelerate_configs/cpu_2proc.yaml for --to accelerate; gloo on a CPU) with the flags
-after `--`, each saving its weights where the tool says (the save path's flag is
-set for each run, or each runs in its own directory), then prints compare.py's report and exits with its code.
-Turn off in the flags what draws randomness differently in one process and in two (dropout, shuffling): compare's
-verdict names it otherwise. guides/migrate.md shows a worked run.
+after `--`, each saving its weights where the tool says (the save path's flag is set for each run, or each runs
+in its own directory), then prints compare.py's report and exits with its code. Where no proof can hold (MIG201,
+MIG203, dropout with a literal nonzero p, no torch.manual_seed) it says `proof: impossible here` with the reasons
+and runs nothing. guides/migrate.md shows worked runs.
 """
 
 import argparse
@@ -63,6 +63,21 @@ ADDED = {
 ADDED_IN_TEST = {"totals", "test_size"}
 RANDOM_CALLS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"}
 RANDOM_CALLS |= {"normal", "bernoulli", "multinomial", "poisson"}
+# what a DDP wrapper or a prepared model answers itself; any other attribute is the model's own (item 16)
+MODULE_ATTRS = set(
+    """add_module apply bfloat16 buffers children compile cpu cuda double eval extra_repr float forward
+    get_buffer get_parameter get_submodule half load_state_dict modules named_buffers named_children
+    named_modules named_parameters parameters register_backward_hook register_buffer register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_module register_parameter requires_grad_
+    share_memory state_dict to to_empty train training type xpu zero_grad module no_sync""".split()
+)
+WRITES = {
+    "save_image",
+    "savefig",
+    "imsave",
+}  # files every process would write: rank 0's alone (item 11)
+DROPOUTS = {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"}
+DROPOUTS |= {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"}
 
 
 class Refused(Exception):
@@ -204,15 +219,49 @@ def sets_device(statement, branch=False):
         branches.append(node.body)
         return all(len(b.body) == 1 and sets_device(b.body[0], branch=True) for b in branches)
     found = assignment(statement)
-    return bool(
-        found
-        and found[0] == "device"
-        and (
-            branch
-            or isinstance(found[1], cst.Call)
-            and dotted(found[1].func) in ("torch.device", "torch.accelerator.current_accelerator")
-        )
+    return bool(found and found[0] == "device" and (branch or device_value(found[1])))
+
+
+def device_value(value):
+    """`torch.device(...)`, `torch.accelerator.current_accelerator()` (or its `.type`), a string, or a
+    conditional expression of them (the quickstart's `"cuda" if torch.cuda.is_available() else "cpu"`)."""
+    if isinstance(value, cst.IfExp):
+        return device_value(value.body) and device_value(value.orelse)
+    if isinstance(value, cst.Attribute) and value.attr.value == "type":
+        return device_value(value.value)
+    if isinstance(value, cst.SimpleString):
+        return True
+    return isinstance(value, cst.Call) and dotted(value.func) in (
+        "torch.device",
+        "torch.accelerator.current_accelerator",
     )
+
+
+def is_main_block(statement):
+    """`if __name__ == "__main__":` without an else."""
+    return (
+        isinstance(statement, cst.If)
+        and statement.orelse is None
+        and m.matches(
+            statement.test,
+            m.Comparison(
+                left=m.Name("__name__"),
+                comparisons=[m.ComparisonTarget(m.Equal(), m.SimpleString())],
+            ),
+        )
+        and statement.test.comparisons[0].comparator.evaluated_value == "__main__"
+    )
+
+
+def module_scope(module):
+    """A module-level script's own statements in order, an `if __name__ == "__main__":` block's body in its
+    place; functions and classes left out."""
+    out = []
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef | cst.ClassDef):
+            continue
+        out += list(statement.body.body) if is_main_block(statement) else [statement]
+    return out
 
 
 def names_in(node):
@@ -272,15 +321,15 @@ def rewrite(source, path, accelerate):
     module = mig.module
 
     # what it will not touch ---------------------------------------------------------------------------------
-    for node in m.findall(module, m.Name() | m.Attribute()):
-        name = dotted(node) if isinstance(node, cst.Attribute) else node.value
-        if "BatchNorm" in name.rsplit(".", 1)[-1]:
-            raise Refused(
-                f"line {mig.line(node)}: the model has BatchNorm ({name}): under DDP each process "
-                f"normalizes its own share, so the training changes and no proof holds on a CPU; convert "
-                f"with nn.SyncBatchNorm.convert_sync_batchnorm (GPUs), or prove with BatchNorm frozen "
-                f"({GUIDE} item 19): not migrated automatically"
-            )
+    norms = [
+        node
+        for node in m.findall(module, m.Name() | m.Attribute())
+        if "BatchNorm" in (dotted(node) if isinstance(node, cst.Attribute) else node.value)
+    ]
+    # a torchvision model (siamese_network's resnet18): its BatchNorm is in another module, unseen here
+    norms += [
+        c.func for c in m.findall(module, m.Call()) if "torchvision.models." in dotted(c.func)
+    ]
     for node in m.findall(module, m.Import() | m.ImportFrom()):
         text = mig.code(node)
         if "torch.distributed" in text or "accelerate" in text or "DistributedDataParallel" in text:
@@ -315,13 +364,20 @@ def rewrite(source, path, accelerate):
         for name, f in functions.items()
         if any(c in loaders for c in calls_named(f, "DataLoader"))
     ]
-    if len(homes) != 1:
+    module_level = not homes  # vae/main.py's shape: loaders, model and loop at the module level
+    if module_level:
+        body = module_scope(module)
+        main = cst.Module(body=body)  # the module's own code: functions and classes left out
+        label, where = "the module level", "at the module level"
+    else:
+        main = functions[homes[0]]
+        body = statements_of(main)
+        label, where = f"{main.name.value}()", f"in {main.name.value}()"
+    if len(homes) > 1 or any(c not in m.findall(main, m.Call()) for c in loaders):
         raise Refused(
-            "the DataLoaders are not all built in one top-level function (a main()): this first cut "
-            "rewrites that shape only"
+            "the DataLoaders are not all built in one top-level function (a main()), nor all at the "
+            "module level: not rewritten"
         )
-    main = functions[homes[0]]
-    body = statements_of(main)
     built = {}  # loader name -> its statement
     for statement in body:
         found = assignment(statement)
@@ -329,14 +385,14 @@ def rewrite(source, path, accelerate):
             built[found[0]] = statement
     if len(built) != len(loaders):
         raise Refused(
-            f"a DataLoader in {main.name.value}() is not assigned to a name on a line of its own "
-            f"(`loader = DataLoader(...)` at the function's top level): not rewritten"
+            f"a DataLoader {where} is not assigned to a name on a line of its own "
+            f"(`loader = DataLoader(...)`): not rewritten"
         )
 
     # the training loop ----------------------------------------------------------------------------------------
     if calls_named(main, "backward"):
         raise Refused(
-            f"{main.name.value}() calls backward() itself: a custom training loop this first cut does not "
+            f"{label} calls backward() itself: a custom training loop this first cut does not "
             f"recognise (it rewrites an epoch loop calling a train function, as mnist/main.py has)"
         )
     trainers = {n for n, f in functions.items() if calls_named(f, "backward")}
@@ -348,7 +404,7 @@ def rewrite(source, path, accelerate):
     ]
     if len(loops) != 1 or not isinstance(loops[0].target, cst.Name):
         raise Refused(
-            f"no single epoch loop `for epoch in ...:` in {main.name.value}() calling a train function "
+            f"no single epoch loop `for epoch in ...:` {where} calling a train function "
             f"(one with .backward()): a custom training loop this first cut does not recognise"
         )
     loop = loops[0]
@@ -359,8 +415,10 @@ def rewrite(source, path, accelerate):
     train_fn = functions[dotted(train_call.func)]
     passed = [a.value.value for a in train_call.args if isinstance(a.value, cst.Name)]
     train_names = [n for n in passed if n in built]
+    if not train_names and module_level:  # vae's train(epoch) reads the global loader
+        train_names = [n for n in built if n in names_in(train_fn)]
     if len(train_names) != 1:
-        raise Refused("the train function is not passed exactly one DataLoader built in main()")
+        raise Refused("the train function is not passed (or does not read) exactly one DataLoader")
     train_name = train_names[0]
     train_stmt = built[train_name]
     train_loader = assignment(train_stmt)[1]
@@ -371,12 +429,10 @@ def rewrite(source, path, accelerate):
     devices = [s for s in body if sets_device(s)]
     if len(devices) != 1:
         raise Refused(
-            f"no `device = torch.device(...)` line (or an if/elif/else of them) in "
-            f"{main.name.value}(): the device must come from LOCAL_RANK ({GUIDE} item 2), and this "
-            f"first cut replaces that statement only"
+            f"no `device = torch.device(...)` line (or an if/elif/else of them) {where}: the device "
+            f"must come from LOCAL_RANK ({GUIDE} item 2), and this first cut replaces that statement only"
         )
     device_stmt = devices[0]
-    at = body.index(device_stmt)
     optimized = {
         dotted(c.func.value)
         for c in calls_named(main, "parameters")
@@ -393,31 +449,76 @@ def rewrite(source, path, accelerate):
             and found[1].func.attr.value == "to"
         ):
             models.append((found[0], s))
+    optimizing = [
+        s
+        for s in body
+        if assignment(s) and any(last_name(c.func) == "parameters" for c in m.findall(s, m.Call()))
+    ]
+    if (
+        len(models) > 1 and optimizing
+    ):  # the quickstart builds a fresh model to load the saved weights
+        models = [(n, s) for n, s in models if body.index(s) < body.index(optimizing[0])][-1:]
     if len(models) != 1:
         raise Refused(
-            f"no single `model = ....to(device)` in {main.name.value}() whose parameters an optimizer "
+            f"no single `model = ....to(device)` {where} whose parameters an optimizer "
             f"takes: the DDP wrap goes after it ({GUIDE} item 5)"
         )
     model, model_stmt = models[0]
-    if not at < body.index(model_stmt) or not at < body.index(train_stmt):
-        raise Refused("the device is set after the model or the loaders: not recognised")
+    if not body.index(device_stmt) < body.index(model_stmt):
+        raise Refused("the device is set after the model: not recognised")
+
+    # the process group: before the device, the model and every loader, whichever comes first -----------------
+    os_import = any(
+        isinstance(s, cst.Import) and any(dotted(n.name) == "os" and not n.asname for n in s.names)
+        for s in m.findall(module, m.Import())
+    )
+    first = min((device_stmt, model_stmt, *built.values()), key=body.index)
+    pad = mig.indent(first)
+    if accelerate:
+        group = (
+            f"{pad}accelerator = Accelerator(cpu=not torch.cuda.is_available())  # real processes on a "
+            f"CPU too: {GUIDE} item A\n"
+            f"{pad}rank, world_size = accelerator.process_index, accelerator.num_processes  # {GUIDE} "
+            f"item A\n"
+        )
+    else:
+        group = (
+            f'{pad}local_rank = int(os.environ["LOCAL_RANK"])  # torchrun sets it: {GUIDE} item 1\n'
+            f"{pad}if torch.cuda.is_available():  # this process's own GPU: {GUIDE} item 2\n"
+            f"{pad}    torch.cuda.set_device(local_rank)\n"
+            f"{pad}dist.init_process_group()  # gloo on a CPU, NCCL on GPUs: {GUIDE} item 2\n"
+            f"{pad}rank, world_size = dist.get_rank(), dist.get_world_size()  # {GUIDE} item 2\n"
+        )
+    pad = mig.indent(device_stmt)
+    if accelerate:
+        device_line = f"{pad}device = accelerator.device  # {GUIDE} item A\n"
+    else:
+        device_line = (
+            f'{pad}device = torch.device(f"cuda:{{local_rank}}" if torch.cuda.is_available() else "cpu")'
+            f"  # {GUIDE} item 2\n"
+        )
+    if first is device_stmt:
+        mig.replace(device_stmt, group + device_line)
+    else:  # the quickstart builds its loaders before it picks the device
+        mig.insert(mig.line(first), group)
+        mig.replace(device_stmt, device_line)
 
     # the training DataLoader -> a DistributedSampler, batch // world size ---------------------------------------
     if keyword(train_loader, "sampler") or keyword(train_loader, "batch_sampler"):
         raise Refused(
             f"line {mig.line(train_loader)}: the training DataLoader has a sampler already"
         )
-    if not train_loader.args or train_loader.args[0].keyword or train_loader.args[0].star:
+    if dataset_arg(train_loader) is None:
         raise Refused(
             f"line {mig.line(train_loader)}: the training DataLoader has no dataset argument"
         )
     seeds = [c for c in calls_named(main, "manual_seed") if dotted(c.func) == "torch.manual_seed"]
     seed = mig.code(seeds[0].args[0].value) if seeds and seeds[0].args else "0"
-    pad = mig.indent(train_stmt)
-    if any(a.star == "**" for a in train_loader.args):
+    explicit = keyword(train_loader, "batch_size") and keyword(train_loader, "shuffle")
+    if any(a.star == "**" for a in train_loader.args) and not explicit:
         sampler = loader_from_dict(mig, train_loader, train_stmt, loaders, seed, accelerate)
-    else:
-        sampler = loader_from_call(mig, train_loader, train_stmt, seed, accelerate)
+    else:  # a ** dict beside batch_size= and shuffle= in the call cannot hold either (vae's **kwargs)
+        sampler = loader_from_call(mig, train_loader, train_stmt, seed, accelerate, used)
     mig.insert(mig.line(train_stmt), sampler)
     mig.insert(
         mig.line(loop.body.body[0]),
@@ -427,28 +528,7 @@ def rewrite(source, path, accelerate):
         f"epoch: {GUIDE} item 4\n",
     )
 
-    # the process group, the device, the DDP wrap, the seeds ------------------------------------------------
-    os_import = any(
-        isinstance(s, cst.Import) and any(dotted(n.name) == "os" and not n.asname for n in s.names)
-        for s in m.findall(module, m.Import())
-    )
-    pad = mig.indent(device_stmt)
-    mig.replace(
-        device_stmt,
-        f"{pad}accelerator = Accelerator(cpu=not torch.cuda.is_available())  # real processes on a "
-        f"CPU too: {GUIDE} item A\n"
-        f"{pad}rank, world_size = accelerator.process_index, accelerator.num_processes  # {GUIDE} "
-        f"item A\n"
-        f"{pad}device = accelerator.device  # {GUIDE} item A\n"
-        if accelerate
-        else f'{pad}local_rank = int(os.environ["LOCAL_RANK"])  # torchrun sets it: {GUIDE} item 1\n'
-        f"{pad}if torch.cuda.is_available():  # this process's own GPU: {GUIDE} item 2\n"
-        f"{pad}    torch.cuda.set_device(local_rank)\n"
-        f"{pad}dist.init_process_group()  # gloo on a CPU, NCCL on GPUs: {GUIDE} item 2\n"
-        f"{pad}rank, world_size = dist.get_rank(), dist.get_world_size()  # {GUIDE} item 2\n"
-        f'{pad}device = torch.device(f"cuda:{{local_rank}}" if torch.cuda.is_available() else "cpu")'
-        f"  # {GUIDE} item 2\n",
-    )
+    # the DDP wrap, the seeds -----------------------------------------------------------------------------------
     pad = mig.indent(model_stmt)
     reseed = (
         f"{pad}torch.manual_seed({seed} + rank)  # from here on, each process its own dropout: "
@@ -456,6 +536,23 @@ def rewrite(source, path, accelerate):
         if seeds
         else ""
     )
+    sync = ""
+    if norms:
+        norm = mig.code(norms[0])
+        norm += "" if "BatchNorm" in norm else ": a torchvision model, most have it"
+        mig.finding(
+            norms[0],
+            "MIG203",
+            f"BatchNorm ({norm}): under DDP each process normalizes its own share of the "
+            f"batch and keeps its own statistics: converted to SyncBatchNorm on GPUs only (a CPU module "
+            f"refuses it), so on a CPU the migration trains with per-process statistics and no proof "
+            f"holds; prove with BatchNorm frozen ({GUIDE} item 19)",
+        )
+        sync = (
+            f"{pad}if torch.cuda.is_available():  # statistics over the global batch (GPUs only): "
+            f"{GUIDE} item 19\n"
+            f"{pad}    {model} = torch.nn.SyncBatchNorm.convert_sync_batchnorm({model})\n"
+        )
     optimizers = [
         (assignment(s)[0], s)
         for s in body
@@ -464,24 +561,26 @@ def rewrite(source, path, accelerate):
     ]
     if accelerate and len(optimizers) != 1:
         raise Refused(
-            f"no single optimizer built from {model}.parameters() on a line of its own in "
-            f"{main.name.value}(): prepare() takes it ({GUIDE} item A)"
+            f"no single optimizer built from {model}.parameters() on a line of its own {where}: "
+            f"prepare() takes it ({GUIDE} item A)"
         )
     if accelerate:
         optimizer, optimizer_stmt = optimizers[0]
         after = max((model_stmt, optimizer_stmt, train_stmt), key=body.index)
+        if sync:
+            mig.insert(mig.last_line(model_stmt) + 1, sync)
         pad = mig.indent(after)
         mig.insert(
             mig.last_line(after) + 1,
             f"{pad}{model}, {optimizer}, {train_name} = accelerator.prepare({model}, {optimizer}, "
             f"{train_name})  # DDP, and the loader sharded: {GUIDE} item A\n"
-            + reseed.replace(pad, mig.indent(after), 1),
+            + reseed.replace(mig.indent(model_stmt), pad, 1),
         )
     else:
         mig.insert(
             mig.last_line(model_stmt) + 1,
-            f"{pad}{model} = DDP({model}, device_ids=[local_rank] if torch.cuda.is_available() else None)"
-            f"  # {GUIDE} item 5\n{reseed}",
+            f"{sync}{pad}{model} = DDP({model}, device_ids=[local_rank] if torch.cuda.is_available() "
+            f"else None)  # {GUIDE} item 5\n{reseed}",
         )
 
     # a summed training loss: times the world size --------------------------------------------------------
@@ -497,7 +596,7 @@ def rewrite(source, path, accelerate):
         for a in m.findall(f, m.Arg())
         if a.keyword and a.keyword.value == "reduction" and is_sum(a)
     ]
-    test_fns = {}
+    test_fns = {}  # function -> (the loader's name in it, the loader's name where it is built)
     for call in m.findall(main, m.Call()):
         name = dotted(call.func)
         for i, a in enumerate(call.args):
@@ -511,18 +610,25 @@ def rewrite(source, path, accelerate):
                         f"line {mig.line(call)}: the loader {a.value.value} is passed to {name}(), "
                         f"not a function of this file: not recognised"
                     )
-                test_fns.setdefault(name, (i, a.value.value))
+                params = functions[name].params.params
+                if i >= len(params) or a.keyword:
+                    raise Refused(f"{name}() takes its loader by keyword or *args: not recognised")
+                test_fns.setdefault(name, (params[i].name.value, a.value.value))
+        if module_level and name in functions and name != train_fn.name.value:
+            for loader_name in built:  # vae's test(epoch) reads the global loader
+                if loader_name != train_name and loader_name in names_in(functions[name]):
+                    test_fns.setdefault(name, (loader_name, loader_name))
     for a in m.findall(module, m.Arg()):
         if a.keyword and a.keyword.value == "reduction" and is_sum(a) and a not in summed:
             inside = [
                 f for n, f in functions.items() if n in test_fns and a in m.findall(f, m.Arg())
             ]
             if not inside:
-                where = [n for n, f in functions.items() if a in m.findall(f, m.Arg())]
+                owner = [n for n, f in functions.items() if a in m.findall(f, m.Arg())]
                 raise Refused(
                     f"line {mig.line(a)}: a summed loss (reduction='sum') in "
-                    f"{where[0] + '()' if where else 'module code'}, neither the train function nor a "
-                    f"test function reading a DataLoader of main(): whether it trains, and on what, "
+                    f"{owner[0] + '()' if owner else 'module code'}, neither the train function nor a "
+                    f"test function reading a DataLoader of {label}: whether it trains, and on what, "
                     f"must be read by hand ({GUIDE} items 7 and 18)"
                 )
     if summed or accelerate:
@@ -549,37 +655,42 @@ def rewrite(source, path, accelerate):
         mig.replace(statement, mig.render(scaled, why, mig.indent(statement)))
 
     # the test functions: a shard each, the sums all-reduced ---------------------------------------------------
-    for name, (index, loader_name) in test_fns.items():
-        migrate_test(mig, functions[name], index, accelerate)
+    for name, (inside, loader_name) in test_fns.items():
+        migrate_test(mig, functions[name], inside, accelerate)
         statement = built[loader_name]
         call = assignment(statement)[1]
-        if not call.args or call.args[0].keyword or not isinstance(call.args[0].value, cst.Name):
-            raise Refused(
-                f"line {mig.line(call)}: the test DataLoader's dataset is not a name: not sharded"
-            )
-        data = call.args[0].value.value
-        shard = cst.parse_expression(f"Subset({data}, range(rank, len({data}), world_size))")
+        data = dataset_arg(call)
+        if data is None:
+            raise Refused(f"line {mig.line(call)}: the test DataLoader has no dataset argument")
+        hoisted = ""
+        if not isinstance(data.value, cst.Name):  # built in the call: named first, to be sharded
+            ds = fresh_name(f"{loader_name}_dataset", used)
+            hoisted = hoist(mig, data.value, ds, statement)
+        else:
+            ds = data.value.value
+        shard = cst.parse_expression(f"Subset({ds}, range(rank, len({ds}), world_size))")
         changed = statement.with_changes(
             body=[
                 statement.body[0].with_changes(
-                    value=call.with_changes(
-                        args=[call.args[0].with_changes(value=shard), *call.args[1:]]
-                    )
+                    value=call.deep_replace(data, data.with_changes(value=shard))
                 )
             ]
         )
         if mig.line(statement) not in mig.replaced:
             mig.replace(
                 statement,
-                mig.render(changed, f"each process a shard: {GUIDE} item 7", mig.indent(statement)),
+                hoisted
+                + mig.render(
+                    changed, f"each process a shard: {GUIDE} item 7", mig.indent(statement)
+                ),
             )
+    reduce_train_sums(mig, train_fn, train_call, train_name, accelerate)
 
     # saving: rank 0, the bare model -------------------------------------------------------------------------
+    saved_at = None
     for save in [c for c in m.findall(module, m.Call()) if dotted(c.func) == "torch.save"]:
         if save not in m.findall(main, m.Call()):
-            raise Refused(
-                f"line {mig.line(save)}: torch.save outside {main.name.value}(): not rewritten"
-            )
+            raise Refused(f"line {mig.line(save)}: torch.save outside {label}: not rewritten")
         saved = save.args[0].value if save.args else None
         if not (
             isinstance(saved, cst.Call)
@@ -618,12 +729,28 @@ def rewrite(source, path, accelerate):
             )
         main_process = "accelerator.is_main_process" if accelerate else "rank == 0"
         mig.guard(statement, main_process, f"one writer: {GUIDE} item 11")
+        saved_at = saved_at or mig.line(statement)
+    loads = [
+        s
+        for s in enclosing_statements(main)
+        if saved_at
+        and mig.line(s) > saved_at
+        and any(dotted(c.func) == "torch.load" for c in m.findall(s, m.Call()))
+    ]
+    if loads:  # the quickstart reads back what rank 0 wrote
+        wait = "accelerator.wait_for_everyone()" if accelerate else "dist.barrier()"
+        mig.insert(
+            mig.line(loads[0]),
+            f"{mig.indent(loads[0])}{wait}  # rank 0's file complete before anyone reads it: "
+            f"{GUIDE} item 14\n",
+        )
 
-    # printing on rank 0 -------------------------------------------------------------------------------------
+    # printing on rank 0, files written by rank 0, the model's own methods ------------------------------------
     printing = [
         s for f in [train_fn, *(functions[n] for n in test_fns)] for s in print_statements(f)
     ]
-    printing += [s for s in print_statements(main) if mig.line(s) > mig.line(device_stmt)]
+    group_line = mig.line(first)
+    printing += [s for s in print_statements(main) if mig.line(s) > group_line]
     count_all(mig, train_fn, "accelerator.num_processes" if accelerate else "dist.get_world_size()")
     for statement in printing:
         if accelerate:
@@ -632,15 +759,20 @@ def rewrite(source, path, accelerate):
             mig.guard(statement, "rank == 0", f"one process prints: {GUIDE} item 8")
         else:
             mig.guard(statement, "dist.get_rank() == 0", f"one process prints: {GUIDE} item 8")
-    if accelerate:  # the functions that train and test take the Accelerator
+    guard_writes(mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns)
+    reached = (
+        None if module_level or not accelerate else [train_fn, *(functions[n] for n in test_fns)]
+    )
+    unwrap_uses(mig, model, model_stmt, body, functions, accelerate, reached)
+    if accelerate and not module_level:  # the functions that train and test take the Accelerator
         for function in [train_fn, *(functions[n] for n in test_fns)]:
             add_parameter(mig, function, main)
 
     # the end of main; the imports ---------------------------------------------------------------------------
     last = body[-1]
     if isinstance(last, cst.SimpleStatementLine) and m.findall(last, m.Return()):
-        raise Refused(f"{main.name.value}() ends in a return: where the group ends is not certain")
-    pad = mig.indent(body[0])
+        raise Refused(f"{label} ends in a return: where the group ends is not certain")
+    pad = mig.indent(last)
     ending = f"{pad}dist.destroy_process_group()  # on every rank: {GUIDE} item 2\n"
     if accelerate:
         ending = (
@@ -685,8 +817,184 @@ def rewrite(source, path, accelerate):
     return mig.output(), mig.findings
 
 
+def dataset_arg(call):
+    """The DataLoader's dataset: its first positional argument or `dataset=`."""
+    if call.args and not call.args[0].keyword and not call.args[0].star:
+        return call.args[0]
+    return keyword(call, "dataset")
+
+
+def fresh_name(name, used):
+    while name in used:
+        name += "_"
+    used.add(name)
+    return name
+
+
+def hoist(mig, expression, name, statement):
+    """`name = <expression>` on lines of their own before the statement (a dataset built inside the
+    DataLoader's call, as vae/main.py builds it): the sampler and the shard need it by name."""
+    line = cst.SimpleStatementLine(
+        body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=expression)]
+    )
+    return mig.render(line, f"named, to be sharded: {GUIDE} items 4 and 7", mig.indent(statement))
+
+
+def guard_writes(mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns):
+    """A file every process would write (`save_image(...)`, `plt.savefig(...)`): rank 0 writes it."""
+    for statement in enclosing_statements(mig.module):
+        calls = [c for c in m.findall(statement, m.Call()) if last_name(c.func) in WRITES]
+        if not calls or mig.line(statement) < group_line:
+            continue
+        in_main = statement in enclosing_statements(main)
+        owner = next((f for f in functions.values() if statement in enclosing_statements(f)), None)
+        if not in_main and owner is None:
+            continue  # a method's: not reached from the training
+        if accelerate:
+            if not (in_main or module_level or owner in (train_fn, *test_fns)):
+                raise Refused(
+                    f"line {mig.line(statement)}: a file written in {owner.name.value}(), which has no "
+                    f"Accelerator to ask which process is the main one: not rewritten"
+                )
+            condition = "accelerator.is_main_process"
+        else:
+            condition = "rank == 0" if in_main else "dist.get_rank() == 0"
+        mig.guard(statement, condition, f"one writer: {GUIDE} item 11")
+
+
+class Unwrap(cst.CSTTransformer):
+    """`model.decode(...)` -> `model.module.decode(...)`: the model's own attributes, through the wrapper."""
+
+    def __init__(self, model, unwrapped):
+        super().__init__()
+        self.model, self.unwrapped = model, unwrapped
+        self.count = 0
+
+    def leave_Attribute(self, original, updated):
+        if (
+            isinstance(updated.value, cst.Name)
+            and updated.value.value == self.model
+            and updated.attr.value not in MODULE_ATTRS
+        ):
+            self.count += 1
+            return updated.with_changes(value=cst.parse_expression(self.unwrapped))
+        return updated
+
+
+def unwrap_uses(mig, model, model_stmt, body, functions, accelerate, reached=None):
+    """The model's own methods and attributes (vae's `model.decode(z)`, item 16) go through the unwrapped
+    model, in the functions and in the main code after the wrap, until the name is bound again. `reached`: the
+    functions that have an Accelerator to unwrap with (a main()'s train and test functions, which take it)."""
+    unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+    statements = [s for f in functions.values() for s in enclosing_statements(f)]
+    for s in body[body.index(model_stmt) + 1 :]:
+        found = assignment(s)
+        if found and found[0] == model:
+            break  # the quickstart's `model = NeuralNetwork()`: a plain model again
+        statements += [s] if isinstance(s, cst.SimpleStatementLine) else enclosing_statements(s)
+    for node in m.findall(mig.module, m.Attribute(value=m.Name(model))):
+        if node.attr.value in MODULE_ATTRS:
+            continue
+        owner = [s for s in statements if node in m.findall(s, m.Attribute())]
+        if not owner:
+            if any(node in m.findall(f, m.Attribute()) for f in functions.values()) or any(
+                node in m.findall(s, m.Attribute()) for s in body
+            ):
+                raise Refused(
+                    f"line {mig.line(node)}: {model}.{node.attr.value} outside a statement of its own "
+                    f"line: it must go through the unwrapped model ({GUIDE} item 16): not rewritten"
+                )
+            continue
+        statement = owner[0]
+        outside = [
+            f
+            for f in functions.values()
+            if statement in enclosing_statements(f) and reached is not None and f not in reached
+        ]
+        if outside and not any(statement in enclosing_statements(s) for s in body):
+            raise Refused(
+                f"line {mig.line(node)}: {model}.{node.attr.value} in {outside[0].name.value}(), which has "
+                f"no Accelerator to unwrap the model with ({GUIDE} item 16): not rewritten"
+            )
+        if mig.line(statement) in mig.replaced:
+            raise Refused(
+                f"line {mig.line(node)}: {model}.{node.attr.value} on a line the migration changes "
+                f"already: not rewritten with certainty ({GUIDE} item 16)"
+            )
+        fixer = Unwrap(model, unwrapped)
+        changed = statement.visit(fixer)
+        why = f"the model's own method, not the wrapper's: {GUIDE} item 16"
+        mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
+
+
+def reduce_train_sums(mig, train_fn, train_call, train_name, accelerate):
+    """Sums the train function adds up over its loader and reads after the loop, divided by the whole set's
+    size (vae's `train_loss / len(train_loader.dataset)`): all-reduced before they are read. A sum read
+    otherwise (a mean of per-batch means) stays this process's: a finding."""
+    params = [p.name.value for p in train_fn.params.params]
+    loader = train_name  # read as a global, or passed:
+    for i, a in enumerate(train_call.args):
+        if isinstance(a.value, cst.Name) and a.value.value == train_name:
+            loader = a.keyword.value if a.keyword else params[i] if i < len(params) else None
+    if loader is None:
+        return
+    body = statements_of(train_fn)
+    loops = [
+        s
+        for s in body
+        if isinstance(s, cst.For)
+        and (
+            dotted(s.iter) == loader
+            or isinstance(s.iter, cst.Call)
+            and dotted(s.iter.func) == "enumerate"
+            and s.iter.args
+            and dotted(s.iter.args[0].value) == loader
+        )
+    ]
+    if len(loops) != 1:
+        return
+    loop = loops[0]
+    sums = []
+    for aug in m.findall(loop, m.AugAssign()):
+        if isinstance(aug.operator, cst.AddAssign) and isinstance(aug.target, cst.Name):
+            if aug.target.value not in sums:
+                sums.append(aug.target.value)
+    after = body[body.index(loop) + 1 :]
+    reading = [s for s in after if names_in(s) & set(sums)]
+    if not reading:
+        return
+    read = [n for n in sums if any(n in names_in(s) for s in reading)]
+    statement = reading[0]
+    if f"{loader}.dataset" not in mig.code(statement) or "device" not in names_in(train_fn):
+        mig.finding(
+            statement,
+            "MIG205",
+            f"{', '.join(read)} after the loop: this process's sum over its shard, printed as it is "
+            f"(the plain script's divided by the whole set's size is all-reduced first): read it as "
+            f"rank 0's ({GUIDE} item 7)",
+        )
+        return
+    if names_in(train_fn) & ADDED_IN_TEST:
+        raise Refused(f"{train_fn.name.value}() already uses totals: rename first")
+    pad = mig.indent(statement)
+    back = ", ".join(f"totals[{i}].item()" for i in range(len(read)))
+    reduce = (
+        f'{pad}totals = accelerator.reduce(totals, reduction="sum")  # every shard: {GUIDE} item 7\n'
+        if accelerate
+        else f"{pad}dist.all_reduce(totals)  # every process, every shard: {GUIDE} item 7\n"
+    )
+    mig.insert(
+        mig.line(statement),
+        f"{pad}totals = torch.tensor([{', '.join(read)}], dtype=torch.float64, device=device)  # this "
+        f"shard's sums: {GUIDE} item 7\n"
+        + reduce
+        + f"{pad}{', '.join(read)} = {back}  # every shard's sums: {GUIDE} item 7\n",
+    )
+
+
 class CountAll(cst.CSTTransformer):
-    """`batch_idx * len(data)` -> `batch_idx * len(data) * <world size>`: every process took len(data)."""
+    """`batch_idx * len(data)` (or `(batch + 1) * len(X)`, as the quickstart counts) -> the same times the world
+    size: every process took len(data)."""
 
     def __init__(self, index, batch, world_size):
         super().__init__()
@@ -697,7 +1005,7 @@ class CountAll(cst.CSTTransformer):
         right = updated.right
         if (
             isinstance(updated.operator, cst.Multiply)
-            and dotted(updated.left) == self.index
+            and (dotted(updated.left) == self.index or self.index in names_in(updated.left))
             and isinstance(right, cst.Call)
             and dotted(right.func) == "len"
             and len(right.args) == 1
@@ -728,7 +1036,7 @@ def count_all(mig, train_fn, world_size):
             continue
         index = target.elements[0].value.value
         batch = dotted(target.elements[1].value.elements[0].value)
-        for statement in print_statements(loop):
+        for statement in enclosing_statements(loop.body):
             counter = CountAll(index, batch, world_size)
             changed = statement.visit(counter)
             if counter.count:
@@ -758,7 +1066,7 @@ def with_sampler(args, closing):
     ]
 
 
-def loader_from_call(mig, loader, statement, seed, accelerate):
+def loader_from_call(mig, loader, statement, seed, accelerate, used):
     """`DataLoader(ds, batch_size=B, shuffle=S)`: the batch divided, the sampler given S; the lines that go
     before the loader are returned."""
     batch = keyword(loader, "batch_size")
@@ -768,7 +1076,13 @@ def loader_from_call(mig, loader, statement, seed, accelerate):
         raise Refused(
             f"line {mig.line(loader)}: the training DataLoader has no batch_size: nothing to divide"
         )
-    dataset = mig.code(loader.args[0].value)
+    data = dataset_arg(loader)
+    hoisted = ""
+    if isinstance(data.value, cst.Name):
+        dataset = data.value.value
+    else:  # vae/main.py builds its dataset in the call: named first, so the sampler can take it
+        dataset = fresh_name("train_dataset", used)
+        hoisted = hoist(mig, data.value, dataset, statement)
     shuffle = keyword(loader, "shuffle")
     options = []
     if shuffle is None:
@@ -787,21 +1101,34 @@ def loader_from_call(mig, loader, statement, seed, accelerate):
             continue
         if a is batch:
             a = a.with_changes(value=cst.parse_expression(f"{b} // world_size"))
+        if a is data and hoisted:
+            a = a.with_changes(value=cst.Name(dataset))
         args.append(a)
     if not accelerate:  # prepare() shards the loader itself, shuffling or not
         space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        tail = [args.pop()] if args[-1].star == "**" else []  # sampler= goes before a **dict
         args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
-        args = with_sampler(args, loader.args[-1])
+        if tail:
+            args = [*with_sampler(args, args[-1]), *tail]
+            args[-2] = args[-2].with_changes(
+                comma=space, whitespace_after_arg=cst.SimpleWhitespace("")
+            )
+        else:
+            args = with_sampler(args, loader.args[-1])
     changed = statement.with_changes(
         body=[statement.body[0].with_changes(value=loader.with_changes(args=args))]
     )
     why = f"per process: the global batch unchanged: {GUIDE} item 4"
     mig.replace(statement, mig.render(changed, why, pad))
     if accelerate:
-        return split_check(pad, b, shown)
-    return split_check(pad, b, shown) + (
-        f"{pad}sampler = DistributedSampler({dataset}, {', '.join(options)})  # instead of shuffle: "
-        f"{GUIDE} item 4\n"
+        return hoisted + split_check(pad, b, shown)
+    return (
+        hoisted
+        + split_check(pad, b, shown)
+        + (
+            f"{pad}sampler = DistributedSampler({dataset}, {', '.join(options)})  # instead of shuffle: "
+            f"{GUIDE} item 4\n"
+        )
     )
 
 
@@ -924,24 +1251,20 @@ class WholeSize(cst.CSTTransformer):
         return updated
 
 
-def migrate_test(mig, function, index, accelerate):
-    """A test function of the mnist shape: sums in a `with torch.no_grad():` loop over the loader, then a
-    division by `len(loader.dataset)`. The sums are all-reduced after the loop; the whole set's size replaces the
-    shard's."""
+def migrate_test(mig, function, loader, accelerate):
+    """A test function of the mnist shape: sums in a `with torch.no_grad():` loop over the loader (a parameter,
+    or the module's global), then a division by `len(loader.dataset)`. The sums are all-reduced after the loop;
+    the whole set's size replaces the shard's. A loss of per-batch means divided by the number of batches (the
+    quickstart's `test_loss /= num_batches`) becomes a sum of per-sample losses divided by the whole set's
+    size: the plain script's number when its batches are equal (item 7)."""
     name = function.name.value
-    params = function.params.params
-    if index >= len(params):
-        raise Refused(f"{name}() takes its loader by keyword or *args: not recognised")
-    loader = params[index].name.value
     used = names_in(function)
     if used & ADDED_IN_TEST:
         raise Refused(
             f"{name}() already uses {', '.join(sorted(used & ADDED_IN_TEST))}: rename first"
         )
-    if "device" not in {p.name.value for p in params}:
-        raise Refused(
-            f"{name}() takes no device argument: the all-reduce needs this process's device"
-        )
+    if "device" not in used:
+        raise Refused(f"{name}() reads no device: the all-reduce needs this process's device")
     body = statements_of(function)
     withs = [
         s
@@ -956,38 +1279,113 @@ def migrate_test(mig, function, index, accelerate):
             f"{name}() has no single `with torch.no_grad():` block: not recognised as a test loop"
         )
     block = withs[0]
-    fors = [s for s in m.findall(block, m.For()) if dotted(s.iter) == loader]
+    fors = [
+        s
+        for s in m.findall(block, m.For())
+        if dotted(s.iter) == loader
+        or isinstance(s.iter, cst.Call)
+        and dotted(s.iter.func) == "enumerate"
+        and s.iter.args
+        and dotted(s.iter.args[0].value) == loader
+    ]
     if len(fors) != 1:
         raise Refused(f"{name}() does not loop over {loader} in its no_grad block: not recognised")
-    sums = []
+    sums, adds = [], {}
     for aug in m.findall(fors[0], m.AugAssign()):
         if isinstance(aug.operator, cst.AddAssign) and isinstance(aug.target, cst.Name):
             if aug.target.value not in [n for n, _ in sums]:
                 counted = mig.code(aug.value)
                 sums.append((aug.target.value, ".eq(" in counted or "==" in counted))
+                adds[aug.target.value] = aug
     if not sums:
         raise Refused(
             f"{name}() sums nothing in its loop (`x += ...`): not recognised as a test loop"
         )
+    # len(loader.dataset) and len(loader) named before the loop (the quickstart's size and num_batches)
+    at = body.index(block)
+    aliases = {}
+    for statement in body[:at]:
+        found = assignment(statement)
+        if found and isinstance(found[1], cst.Call) and dotted(found[1].func) == "len":
+            of = dotted(found[1].args[0].value) if found[1].args else ""
+            if of in (loader, f"{loader}.dataset"):
+                aliases[found[0]] = "batches" if of == loader else "dataset"
+    means = {}  # a sum of per-batch means -> the statement dividing it by the number of batches
     for aug in m.findall(function, m.AugAssign()):
-        if (
-            isinstance(aug.operator, cst.DivideAssign)
-            and isinstance(aug.value, cst.Call)
-            and dotted(aug.value.func) == "len"
-            and dotted(aug.value.args[0].value) == loader
-        ):
+        if not isinstance(aug.operator, cst.DivideAssign):
+            continue
+        value = aug.value
+        batches = (
+            isinstance(value, cst.Call)
+            and dotted(value.func) == "len"
+            and dotted(value.args[0].value) == loader
+        ) or (isinstance(value, cst.Name) and aliases.get(value.value) == "batches")
+        if not batches:
+            continue
+        target = dotted(aug.target)
+        added = adds.get(target)
+        if added is None or "reduction" in mig.code(added.value):
             raise Refused(
-                f"line {mig.line(aug)}: {name}() averages per-batch means (/= len({loader})): all-reducing "
-                f"them is not the plain number; turn them into sums first ({GUIDE} item 7)"
+                f"line {mig.line(aug)}: {name}() divides {target} by the number of batches, but "
+                f"{target} is not a sum of the criterion's per-batch means in the loop: not recognised "
+                f"({GUIDE} item 7)"
             )
+        means[target] = aug
+    for target, aug in adds.items():
+        if target not in means and per_batch_mean(mig, aug.value):
+            mig.finding(
+                aug,
+                "MIG204",
+                f"{target} adds up per-batch means (a criterion without reduction='sum') and is divided "
+                f"by the set's size: its value depends on how many batches there are, so at N processes "
+                f"it is about N times the plain one; left as it is: add the batch's mean times its size "
+                f"({GUIDE} item 7)",
+            )
+    loop_target = fors[0].target
+    if isinstance(loop_target, cst.Tuple) and isinstance(loop_target.elements[-1].value, cst.Tuple):
+        loop_target = loop_target.elements[-1].value  # for i, (data, _) in enumerate(loader)
+    first = (
+        loop_target.elements[0].value
+        if isinstance(loop_target, cst.Tuple) and loop_target.elements
+        else None
+    )
+    for target, divide in means.items():
+        if not isinstance(first, cst.Name):
+            raise Refused(
+                f"line {mig.line(divide)}: a mean of per-batch means, and no batch to count in "
+                f"{name}()'s loop target: not recognised ({GUIDE} item 7)"
+            )
+        added = adds[target]
+        statement = next(
+            s for s in enclosing_statements(fors[0]) if added in m.findall(s, m.AugAssign())
+        )
+        value = added.value
+        if not isinstance(value, cst.Call | cst.Attribute | cst.Name | cst.Subscript):
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        times = cst.BinaryOperation(
+            value, cst.Multiply(), cst.parse_expression(f"len({first.value})")
+        )
+        changed = statement.deep_replace(added, added.with_changes(value=times))
+        why = f"a batch's mean times its size: a sum: {GUIDE} item 7"
+        mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
+        owner = next(
+            s for s in enclosing_statements(function) if divide in m.findall(s, m.AugAssign())
+        )
+        changed = owner.deep_replace(divide, divide.with_changes(value=cst.Name("test_size")))
+        why = f"the whole set's mean (not a mean of batch means): {GUIDE} item 7"
+        mig.replace(owner, mig.render(changed, why, mig.indent(owner)))
     pad = mig.indent(block)
     names = ", ".join(n for n, _ in sums)
     back = ", ".join(
         f"int(totals[{i}].item())" if whole else f"totals[{i}].item()"
         for i, (_, whole) in enumerate(sums)
     )
-    back = back if len(sums) > 1 else back + ","
-    after = body[body.index(block) + 1 :]
+    after = body[at + 1 :]
+    renamed = "".join(
+        f"{pad}{alias} = test_size  # the whole set's size, not the shard's: {GUIDE} item 7\n"
+        for alias, kind in aliases.items()
+        if kind == "dataset"
+    )
     mig.insert(
         mig.line(after[0]) if after else mig.last_line(block) + 1,  # after the blank lines, if any
         f"{pad}totals = [{names}, len({loader}.dataset)]  # this shard's sums: {GUIDE} item 7\n"
@@ -998,7 +1396,8 @@ def migrate_test(mig, function, index, accelerate):
             else f"{pad}dist.all_reduce(totals)  # every process, every shard: {GUIDE} item 7\n"
         )
         + f"{pad}{names} = {back}  # every shard's sums: {GUIDE} item 7\n"
-        f"{pad}test_size = int(totals[{len(sums)}].item())  # the whole set's size: {GUIDE} item 7\n",
+        f"{pad}test_size = int(totals[{len(sums)}].item())  # the whole set's size: {GUIDE} item 7\n"
+        + renamed,
     )
     for statement in after:
         for simple in (
@@ -1009,6 +1408,11 @@ def migrate_test(mig, function, index, accelerate):
             fixer = WholeSize(loader)
             changed = simple.visit(fixer)
             if fixer.count:
+                if mig.line(simple) in mig.replaced:
+                    raise Refused(
+                        f"line {mig.line(simple)}: len({loader}.dataset) on a line changed already: "
+                        f"not rewritten with certainty"
+                    )
                 mig.replace(
                     simple,
                     mig.render(
@@ -1017,11 +1421,36 @@ def migrate_test(mig, function, index, accelerate):
                 )
 
 
+def per_batch_mean(mig, value):
+    """A loss called with its default reduction, the batch's mean: a criterion object (`criterion =
+    nn.BCELoss()`) or a functional loss (`F.nll_loss(output, target)`) without `reduction=`."""
+    criteria = set()
+    for assign in m.findall(mig.module, m.Assign()):
+        call = assign.value
+        if (
+            isinstance(call, cst.Call)
+            and last_name(call.func).endswith("Loss")
+            and not keyword(call, "reduction")
+            and all(isinstance(t.target, cst.Name) for t in assign.targets)
+        ):
+            criteria |= {t.target.value for t in assign.targets}
+    for call in m.findall(value, m.Call()):
+        name = last_name(call.func)
+        functional = dotted(call.func).startswith(("F.", "torch.nn.functional.")) and "loss" in name
+        if (name in criteria or functional) and not keyword(call, "reduction"):
+            return True
+    return False
+
+
 def randomness(mig, functions):
     """Findings, not refusals: randomness drawn per sample or per forward from the process's own generator."""
     for cls in m.findall(mig.module, m.ClassDef()):
+        methods = {f.name.value for f in m.findall(cls, m.FunctionDef())}
         for method in m.findall(cls, m.FunctionDef()):
-            if method.name.value not in ("__getitem__", "forward", "__iter__"):
+            # a model's methods other than __init__ run in forward (vae's reparameterize)
+            if method.name.value not in ("__getitem__", "forward", "__iter__") and (
+                "forward" not in methods or method.name.value == "__init__"
+            ):
                 continue
             for call in m.findall(method, m.Call()):
                 name = dotted(call.func)
@@ -1051,6 +1480,46 @@ def randomness(mig, functions):
 
 
 # --prove ----------------------------------------------------------------------------------------------------
+def proof_obstacles(source, findings):
+    """Why no run at two processes can end on the plain run's weights, whatever the flags: randomness drawn
+    per sample or per forward (MIG201), BatchNorm on a CPU (MIG203), dropout with a literal nonzero p (each
+    process draws its own masks: a flag that sets p, as `--dropout 0`, leaves it to the proof's flags), no
+    torch.manual_seed (the initial weights differ from run to run)."""
+    why = []
+    if any(" MIG201 " in f for f in findings):
+        why.append(
+            f"randomness drawn from each process's own generator (MIG201 above; {GUIDE} item 20)"
+        )
+    if any(" MIG203 " in f for f in findings):
+        why.append(
+            "BatchNorm: per-process statistics on a CPU, where SyncBatchNorm refuses to run (MIG203 "
+            f"above; {GUIDE} item 19 says how to prove it frozen)"
+        )
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    module, lines = wrapper.module, wrapper.resolve(PositionProvider)
+    for call in m.findall(module, m.Call()):
+        if last_name(call.func) not in DROPOUTS:
+            continue
+        p = keyword(call, "p")
+        positional = [a for a in call.args if not a.keyword and not a.star]
+        index = 0 if last_name(call.func)[0].isupper() else 1  # nn.Dropout(p), F.dropout(x, p)
+        if p is None and len(positional) > index:
+            p = positional[index]
+        value = p.value if p else cst.Float("0.5")  # the default
+        if isinstance(value, cst.Float | cst.Integer) and float(value.value) != 0:
+            why.append(
+                f"dropout with p={value.value} written in the code (line {lines[call].start.line}): "
+                f"each process draws its own masks; a copy with p=0, or p from a flag, proves "
+                f"({GUIDE} item 20)"
+            )
+            break
+    if not [c for c in calls_named(module, "manual_seed") if dotted(c.func) == "torch.manual_seed"]:
+        why.append(
+            f"no torch.manual_seed: the initial weights differ from run to run ({GUIDE} item 3)"
+        )
+    return why
+
+
 def flags_of(module):
     """argparse's options in the file: dest -> (option string, takes a value)."""
     found = {}
@@ -1111,12 +1580,6 @@ def save_plan(source, path):
 def prove(script, migrated, flags, nproc, tolerance, accelerate):
     source = script.read_text()
     extra, file = save_plan(source, script)
-    if "MIG201" in "".join(rewrite(source, str(script), accelerate)[1]):
-        print(
-            "proof: impossible here: the script draws randomness per sample from each process's own "
-            f"generator (MIG201 above): fix that first ({GUIDE} item 20); migration written, not proven"
-        )
-        return 2
     work = Path(tempfile.mkdtemp(prefix="migrate-prove-"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(script.parent.resolve())}
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
@@ -1189,7 +1652,8 @@ def main(argv=None):
         except (OSError, UnicodeDecodeError) as e:
             raise Refused(f"cannot read {script}: {e}") from None
         code, findings = rewrite(source, str(script), accelerate=args.to == "accelerate")
-        if args.prove:
+        obstacles = proof_obstacles(source, findings) if args.prove else []
+        if args.prove and not obstacles:
             save_plan(source, script)  # refused before anything is written
     except Refused as e:
         print(f"error: {e}", file=sys.stderr)
@@ -1210,6 +1674,13 @@ def main(argv=None):
         sys.stdout.write(code)
     for finding in findings:
         print(finding, file=sys.stdout if output else sys.stderr)
+    if args.prove and obstacles:
+        print(f"migrated: {output}")
+        print(
+            f"proof: impossible here: {'; '.join(obstacles)}. Migration written, not proven; "
+            f"nothing was run"
+        )
+        return 2
     if args.prove:
         print(f"migrated: {output}")
         try:
