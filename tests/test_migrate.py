@@ -329,14 +329,7 @@ def test_the_plain_example_migrated_trains_the_plain_weights_under_torchrun_2_pr
     assert diff is not None and diff <= 1e-5 and "verdict: the same" in proc.stdout
 
 
-@pytest.mark.launch
-def test_a_summed_loss_migrated_trains_the_plain_weights_under_torchrun_2_processes(tmp_path):
-    proc, diff = prove(fixture(tmp_path), "--epochs", "2", "--no-shuffle")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert diff is not None and diff <= 1e-5
-    assert "--save-model" in proc.stdout  # the save's store_true flag was switched on for both runs
-
-
+# (a summed loss under torchrun: the module-level fixture's, proven below)
 @pytest.mark.launch
 def test_a_summed_loss_migrated_to_accelerate_trains_the_plain_weights_under_accelerate_launch(
     tmp_path,
@@ -344,6 +337,7 @@ def test_a_summed_loss_migrated_to_accelerate_trains_the_plain_weights_under_acc
     proc, diff = prove(fixture(tmp_path), "--epochs", "2", "--no-shuffle", to="accelerate")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert diff is not None and diff <= 1e-5 and "accelerate launch --config_file" in proc.stdout
+    assert "--save-model" in proc.stdout  # the save's store_true flag was switched on for both runs
 
 
 @pytest.mark.launch

@@ -1593,25 +1593,37 @@ def prove(script, migrated, flags, nproc, tolerance, accelerate):
         "plain": [sys.executable, str(script.resolve())],
         f"{nproc} processes": [sys.executable, *launcher, str(migrated.resolve())],
     }
-    files = []
+    # both at once: the runs share nothing but the CPU, and the proof's wall time is the longer run's
+    started, running = time.perf_counter(), []
     for i, (label, command) in enumerate(runs.items()):
         out = work / ("plain" if i == 0 else "migrated")
         out.mkdir()
         more = [f.replace("{out}", str(out)) for f in extra]
-        started = time.perf_counter()
-        done = subprocess.run(
-            [*command, *flags, *more], cwd=out, env=env, capture_output=True, text=True
-        )
-        seconds = time.perf_counter() - started
+        with open(out / "stdout.txt", "w") as stdout, open(out / "stderr.txt", "w") as stderr:
+            process = subprocess.Popen(
+                [*command, *flags, *more], cwd=out, env=env, stdout=stdout, stderr=stderr
+            )
+        running.append((label, command, out, more, process))
+    ended = {}
+    for label, *_, process in running:
+        process.wait()
+        ended[label] = time.perf_counter() - started
+    files = []
+    for i, (label, command, out, more, process) in enumerate(running):
         weights = Path(file.replace("{out}", str(out)))
-        if done.returncode != 0 or not weights.exists():
-            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            why = f"exit {done.returncode}" if done.returncode else f"no weights at {weights}"
-            print(f"error: the {label} run failed ({why}): {last}", file=sys.stderr)
+        if process.returncode != 0 or not weights.exists():
+            errors = (out / "stderr.txt").read_text(errors="replace").strip().splitlines()
+            why = f"exit {process.returncode}" if process.returncode else f"no weights at {weights}"
+            print(
+                f"error: the {label} run failed ({why}): {(errors or ['(no output)'])[-1]}",
+                file=sys.stderr,
+            )
             return 2
         shown = ["python"] if i == 0 else ["accelerate launch" if accelerate else "torchrun"]
         shown += command[3:-1] if i and accelerate else command[3:5] if i else []
-        print(f"{label}: {' '.join([*shown, *command[-1:], *flags, *more])}  ({seconds:.1f} s)")
+        print(
+            f"{label}: {' '.join([*shown, *command[-1:], *flags, *more])}  ({ended[label]:.1f} s)"
+        )
         files.append(str(weights))
     compare = Path(__file__).with_name("compare.py")
     done = subprocess.run(
