@@ -176,6 +176,20 @@ CASES = {
         "import torch\nimport torch.distributed as dist\n"
         "torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())\n",
     ),
+    "DDL127": (
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "dist.init_process_group()\nval_sampler = DistributedSampler(val_set, shuffle=False)\n"
+        "dist.all_reduce(correct)\n",
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler, Subset\n"
+        "dist.init_process_group()\nval_shard = Subset(val_set, range(rank, len(val_set), world))\n"
+        "dist.all_reduce(correct)\n",
+    ),
+    "DDL128": (
+        "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
+        "dist.init_process_group()\nwriter = SummaryWriter('runs')\n",
+        "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
+        "dist.init_process_group()\nif dist.get_rank() == 0:\n    writer = SummaryWriter('runs')\n",
+    ),
     "DDL124": (
         "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
         "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"

@@ -380,6 +380,86 @@ PAIRS = {
         "device = torch.device(f'cuda:{int(os.environ[\"LOCAL_RANK\"])}')\n"
         "gpu = rank % torch.cuda.device_count()\nshard = rank % 8\n" + DDP_TAIL,
     ),
+    # -- what a second never-seen set read (corpus 3 in doctor.md) ------------------------------------------
+    "a save under local_rank == 0 is one per node": (
+        "DDL107",
+        DDP_HEAD + "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "if local_rank == 0:\n    torch.save(model.state_dict(), 'snapshot.pt')\n" + DDP_TAIL,
+        DDP_HEAD + "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "if dist.get_rank() == 0:\n    torch.save(model.state_dict(), 'snapshot.pt')\n"
+        "if local_rank == 0:\n    print('saved')\n" + DDP_TAIL,
+    ),
+    "a save in the function mp.spawn runs is on every rank": (
+        "DDL107",
+        DDP_HEAD + "import torch.multiprocessing as mp\n"
+        "def train(rank, world):\n    torch.save(model.state_dict(), 'w.pth')\n"
+        "def run(fn, world):\n    mp.spawn(fn, args=(world,), nprocs=world)\nrun(train, 2)\n"
+        + DDP_TAIL,
+        DDP_HEAD + "import torch.multiprocessing as mp\n"
+        "def train(rank, world):\n    if rank == 0:\n        torch.save(model.state_dict(), 'w.pth')\n"
+        "def on_save(state):\n    torch.save(state, 'hook.pth')\n"
+        "accelerator.register_save_state_pre_hook(on_save)\n"
+        "def run(fn, world):\n    mp.spawn(fn, args=(world,), nprocs=world)\nrun(train, 2)\n"
+        + DDP_TAIL,
+    ),
+    "a method a rank decorator guards, and a save into memory, write no file": (
+        "DDL107",
+        DDP_HEAD
+        + "class Runner:\n    def save(self):\n        torch.save(self.state, 'ckpt.pth')\n"
+        + DDP_TAIL,
+        DDP_HEAD + "import io\nclass Runner:\n    @main_process\n    def save(self):\n"
+        "        torch.save(self.state, 'ckpt.pth')\n"
+        "    def upload(self):\n        buffer = io.BytesIO()\n        torch.save(self.state, buffer)\n"
+        + DDP_TAIL,
+    ),
+    "every rank writing a yaml through open(..., 'w'), numpy or matplotlib": (
+        "DDL107",
+        DDP_HEAD + "import numpy as np\nwith open('hyp.yaml', 'w') as f:\n    f.write(text)\n"
+        "np.save('preds.npy', preds)\n" + DDP_TAIL,
+        DDP_HEAD + "import numpy as np\nif dist.get_rank() == 0:\n"
+        "    with open('hyp.yaml', 'w') as f:\n        f.write(text)\n"
+        "    np.save('preds.npy', preds)\nwith open('log.txt', 'a') as f:\n    f.write(line)\n"
+        "def save_yaml(path, data):\n    with open(path, 'w') as f:\n        f.write(data)\n"
+        + DDP_TAIL,
+    ),
+    "accumulation on a model a project helper wrapped (smart_DDP)": (
+        "DDL119",
+        DDP_HEAD.replace("dist.init_process_group('gloo')\n", "")
+        + "model = smart_DDP(model)\nfor i, (x, y) in enumerate(loader):\n"
+        "    loss(model(x), y).backward()\n    if i - last_step >= accumulate:\n"
+        "        optimizer.step()\n        last_step = i\n",
+        DDP_HEAD.replace("dist.init_process_group('gloo')\n", "")
+        + "model = smart_DDP(model)\nfor i, (x, y) in enumerate(loader):\n"
+        "    loss(model(x), y).backward()\n    optimizer.step()\n"
+        "    if x.size(0) % world_size != 0:\n        continue\n",
+    ),
+    "an FSDP script accumulates without no_sync on purpose": (
+        "DDL119",
+        DDP_HEAD + "model = DDP(model)\nfor i, batch in enumerate(loader):\n"
+        "    model(batch).backward()\n    if (i + 1) % accum == 0:\n        optimizer.step()\n",
+        DDP_HEAD.replace("dist.init_process_group('gloo')\n", "")
+        + "if cfg.enable_fsdp:\n    model = wrap(model)\nfor i, batch in enumerate(loader):\n"
+        "    model(batch).backward()\n    if (i + 1) % accum == 0:\n        optimizer.step()\n"
+        "dist.get_rank()\n",
+    ),
+    "a padded eval sampler whose metrics are all-reduced": (
+        "DDL127",
+        DDP_HEAD + "val_sampler = DistributedSampler(val_data)\n"
+        "val_loader = DataLoader(val_data, sampler=val_sampler)\ndist.all_reduce(intersection)\n"
+        + DDP_TAIL,
+        DDP_HEAD + "val_sampler = DistributedSampler(val_data)\n"
+        "val_loader = DataLoader(val_data, sampler=val_sampler)\ndist.all_reduce(intersection)\n"
+        "if len(val_loader.sampler) * world_size < len(val_data):\n    aux = Subset(val_data, rest)\n"
+        "train_sampler = DistributedSampler(train_data, drop_last=True)\n" + DDP_TAIL,
+    ),
+    "a tracker on every rank": (
+        "DDL128",
+        DDP_HEAD + "import wandb\nwandb.init(project='x')\n" + DDP_TAIL,
+        DDP_HEAD + "import wandb\nwriter = SummaryWriter(d) if dist.get_rank() == 0 else None\n"
+        "if dist.get_rank() == 0:\n    wandb.init(project='x')\n"
+        "class TbLogger:\n    def __init__(self, d):\n        self.w = SummaryWriter(d)\n"
+        + DDP_TAIL,
+    ),
 }
 
 

@@ -285,6 +285,25 @@ RULES = {
         "node's processes ask for GPUs 4 to 7 ('invalid device ordinal'), on nodes with 16 half the GPUs "
         "sit idle while two processes share each of the others.",
     ),
+    "DDL127": (
+        "an evaluation set sharded with DistributedSampler (which pads with repeated samples) and its "
+        "metrics reduced over the ranks",
+        "shard eval with Subset(ds, range(rank, len(ds), world_size)) (no padding), or drop the repeats "
+        "after gathering (gather_for_metrics under Accelerate)",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "DistributedSampler evens the shards by repeating samples from the start of the set (drop_last=False "
+        "pads): with 50,000 images on 3 processes two are evaluated twice, and an all_reduce of the sums, or "
+        "an all_gather of the predictions, counts them twice. The reported accuracy (or mIoU, AP) is then "
+        "not the set's whenever its size does not divide by the world size.",
+    ),
+    "DDL128": (
+        "an experiment tracker started on every rank (SummaryWriter, wandb.init, mlflow.start_run)",
+        "start it under `if rank == 0:` (accelerator.is_main_process), or use accelerator.init_trackers and "
+        "accelerator.log, which log from the main process only",
+        "8-per-batch-logging",
+        "Every process runs the line: N TensorBoard event files in one directory (its curves drawn N times, "
+        "each from one shard), N wandb or MLflow runs for one job, N copies of every logged metric.",
+    ),
     "DDL124": (
         "a validation metric logged by one rank without a reduction, while the evaluation data is sharded",
         "all_reduce the sums (and counts) first, or gather_for_metrics under Accelerate, then log",
@@ -372,7 +391,19 @@ def shuffles_true(value):
 
 
 def per_node(test):
-    """`rank % ngpus_per_node == 0`: one process on every node, not one in the whole job."""
+    """`rank % ngpus_per_node == 0`, `local_rank == 0`, `accelerator.is_local_main_process`: one process on
+    every node, not one in the whole job. (`... or rank == 0` with a global check beside it is not.)"""
+    if isinstance(test, ast.BoolOp):
+        return all(per_node(value) for value in test.values if mentions_rank(value))
+    text = ast.unparse(test).lower()
+    if "local_main" in text:
+        return True
+    if (
+        isinstance(test, ast.Compare)
+        and "local_rank" in ast.unparse(test.left).lower()
+        and all(isinstance(op, (ast.Eq, ast.In)) for op in test.ops)
+    ):
+        return True  # local_rank == 0, LOCAL_RANK in (-1, 0)
     return any(
         isinstance(n, ast.BinOp)
         and isinstance(n.op, ast.Mod)
@@ -514,7 +545,8 @@ class Checker:
         json/pickle/yaml.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
         process to the library (`save_pretrained(..., is_main_process=...)`, `save_function=`)."""
         if callee == "save" and name in ("torch.save", "save"):
-            return (call.args[1:2] or [keyword(call, "f")])[0]
+            path = (call.args[1:2] or [keyword(call, "f")])[0]
+            return None if self.in_memory(call, path) else path
         if callee == "save_pretrained" and isinstance(call.func, ast.Attribute):
             if keyword(call, "is_main_process") is None and keyword(call, "save_function") is None:
                 return (call.args[:1] or [keyword(call, "save_directory")])[0]
@@ -547,6 +579,22 @@ class Checker:
                         return opened.func.value  # with path.open("w") as f
             return None  # a handle from elsewhere: where it writes is not known here
         return None
+
+    def in_memory(self, call, path):
+        """torch.save(obj, buffer) where every binding of `buffer` in the function is an io.BytesIO()."""
+        if not isinstance(path, ast.Name):
+            return False
+        scope = function_of(self, call) or self.tree
+        values = [
+            node.value
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == path.id for t in node.targets)
+        ]
+        return bool(values) and all(
+            isinstance(v, ast.Call) and last(dotted(v.func)) in ("BytesIO", "StringIO")
+            for v in values
+        )
 
     def opened_for_writing(self, call):
         """`with open(path, "w") as f:` or `f = open(path, "wb")` whose handle no json/pickle/yaml dump takes
@@ -591,11 +639,14 @@ class Checker:
 
     @functools.cached_property
     def passed_functions(self):
-        """Names of functions passed as an argument somewhere in the module (hooks, callbacks)."""
+        """Names of functions registered as hooks or callbacks (`register_save_state_pre_hook(f)`,
+        `add_callback(f)`): their caller decides which process runs them. A function handed to anything
+        else (mp.spawn, a `run_ddp(train, ...)` of the script's own) runs on every process."""
         return {
             a.id
             for c in self.nodes
             if isinstance(c, ast.Call)
+            and re.search(r"hook|register|callback|connect|atexit", last(dotted(c.func)), re.I)
             for a in [*c.args, *(k.value for k in c.keywords)]
             if isinstance(a, ast.Name)
         }
@@ -679,6 +730,11 @@ class Checker:
             if isinstance(child, ast.stmt) and any(map(returns_unless, siblings(self, child)[0])):
                 return True
             child = parent
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                mentions_rank(d) or "main_process" in ast.unparse(d) or "master" in ast.unparse(d)
+                for d in parent.decorator_list
+            ):
+                return True  # @main_process, @master_only, @rank_zero_only: the decorator picks the rank
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = self.calls.get(parent.name, [])
                 if not calls and parent.name in self.passed_functions:
@@ -1242,7 +1298,14 @@ def is_step(node):
 
 def counts_micro_batches(test):
     """`step % N == 0`, `(i + 1) % accum != 0`, `ni - last_opt_step >= accumulate`."""
-    modulo = any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+    modulo = any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.Mod)
+        and not re.search(
+            r"\b(size|shape|len)\b", ast.unparse(n.left)
+        )  # X.size(0) % world: a batch's size
+        for n in ast.walk(test)
+    )
     return modulo or "accum" in ast.unparse(test).lower()
 
 
@@ -1273,7 +1336,21 @@ class AccumulationWithoutNoSync(Rule):
     def begin(self):
         names = set(self.m.calls)
         words = self.m.words
-        wraps = bool(names & {"DistributedDataParallel", "DDP"}) or self.m.uses_accelerate
+        wraps = (
+            bool(names & {"DistributedDataParallel", "DDP"})
+            or self.m.uses_accelerate
+            or any(  # model = smart_DDP(model): a helper of the project that wraps
+                isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and "ddp" in last(dotted(n.value.func)).lower()
+                and any(MODEL_NAMES.search(last(dotted(t)) or "-") for t in n.targets)
+                for n in self.m.nodes
+            )
+        )
+        if not wraps and any("fsdp" in w.lower() or w == "fully_shard" for w in names | words):
+            return (
+                False  # FSDP alone: accumulating without no_sync is its memory trade, not a waste
+            )
         elsewhere = (
             any("all_reduce" in n for n in names)
             or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
@@ -1835,6 +1912,89 @@ class HardcodedGpuCount(Rule):
             self.add(node, fixable=False)
 
 
+class PaddedEvalSampler(Rule):
+    """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
+    that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
+    results to the set's length (`[: len(dataset)]`), no remainder loader (`len(sampler) * world_size`,
+    pytorch/examples' imagenet), no gather_for_metrics."""
+
+    code = "DDL127"
+    TRIMMED = re.compile(
+        r"\[\s*:\s*len\(|\[\s*:\s*\w*(num|n|size|total)\w*\s*\]|len\([\w.]*sampler\)\s*\*|"
+        r"gather_for_metrics|drop_duplicates|unique\(",
+        re.I,
+    )
+
+    def begin(self):
+        names = set(self.m.calls)
+        reduced = any(reduces(c) for calls in self.m.calls.values() for c in calls)
+        if not ("DistributedSampler" in names and reduced):
+            return False
+        text = ast.unparse(self.m.tree)
+        return not self.TRIMMED.search(text)
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) != "DistributedSampler" or not node.args:
+            return
+        drop = keyword(node, "drop_last")
+        if drop is not None and not (isinstance(drop, ast.Constant) and drop.value is False):
+            return  # drop_last=True (or a flag): no repeats, a different choice
+        assign = self.m.parent.get(node)
+        named = [dotted(t) for t in assign.targets] if isinstance(assign, ast.Assign) else []
+        shuffle = keyword(node, "shuffle")
+        if EVAL_WORDS.search(" ".join([*named, ast.unparse(node.args[0])])) or (
+            isinstance(shuffle, ast.Constant) and shuffle.value is False
+        ):
+            self.add(node, fixable=False)
+
+
+TRACKERS = {
+    "SummaryWriter",
+    "wandb.init",
+    "mlflow.start_run",
+    "torch.utils.tensorboard.SummaryWriter",
+    "tensorboardX.SummaryWriter",
+}
+
+
+class TrackerOnEveryRank(Rule):
+    """DDL128: SummaryWriter(...), wandb.init(...), mlflow.start_run(...) in a distributed script with no guard
+    that picks one process (an `if` or a conditional expression on the rank, or a function only called under
+    one)."""
+
+    code = "DDL128"
+
+    def begin(self):
+        return self.m.distributed and not self.m.uses_accelerate
+
+    def visit_Call(self, node):
+        name = dotted(node.func)
+        if name not in TRACKERS and last(name) != "SummaryWriter":
+            return
+        if any(isinstance(p, ast.IfExp) and mentions_rank(p.test) for p in self.m.parents_of(node)):
+            return  # writer = SummaryWriter(...) if rank == 0 else None
+        if not self.m.guarded(node) and not self.in_test(node) and not self.callers_elsewhere(node):
+            self.add(node, fixable=False)
+
+    def callers_elsewhere(self, node):
+        """In a function (or a class's __init__) that nothing in this module calls: a helper whose callers,
+        in other modules, decide which process makes it."""
+        function = self.function_of(node)
+        if function is None:
+            return False
+        name = function.name
+        if name == "__init__":
+            cls = next(
+                (p for p in self.m.parents_of(function) if isinstance(p, ast.ClassDef)), None
+            )
+            name = cls.name if cls is not None else name
+        return not self.m.calls.get(name) and name not in self.m.words  # not called, not handed on
+
+    def in_test(self, node):
+        function = self.function_of(node)
+        return function is not None and function.name.startswith("test")
+
+
 class Reductions:
     """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
     those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
@@ -1967,6 +2127,8 @@ RULE_CLASSES = [
     UnreducedEvalLog,
     WrapperAttribute,
     HardcodedGpuCount,
+    PaddedEvalSampler,
+    TrackerOnEveryRank,
 ]
 
 
