@@ -190,6 +190,14 @@ CASES = {
         "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
         "dist.init_process_group()\nif dist.get_rank() == 0:\n    writer = SummaryWriter('runs')\n",
     ),
+    "DDL129": (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "for p in model.backbone.parameters():\n    p.requires_grad = False\nmodel = DDP(model)\n"
+        "for p in model.module.backbone.parameters():\n    p.requires_grad = True\n",
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(model)\nfor p in model.module.backbone.parameters():\n    p.requires_grad = False\n"
+        "for p in model.module.backbone.parameters():\n    p.requires_grad = True\n",
+    ),
     "DDL124": (
         "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
         "dist.init_process_group()\ntest_sampler = DistributedSampler(test_set, shuffle=False)\n"

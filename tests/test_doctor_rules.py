@@ -460,6 +460,73 @@ PAIRS = {
         "class TbLogger:\n    def __init__(self, d):\n        self.w = SummaryWriter(d)\n"
         + DDP_TAIL,
     ),
+    # -- from reading corpus 4 (36 public files, 19 repositories) -------------------------------------------
+    "a dataset's .shuffle() without a seed on every rank": (
+        "DDL116",
+        "import os\nworld_size = int(os.environ.get('WORLD_SIZE', 1))\n"
+        "train_data = data['train'].shuffle().map(tokenize)\n",
+        "import os\nworld_size = int(os.environ.get('WORLD_SIZE', 1))\n"
+        "train_data = data['train'].shuffle(seed=42).map(tokenize)\nrandom.shuffle(items)\n",
+    ),
+    "unfrozen before the wrap, frozen after, is what DDP registers": (
+        "DDL129",
+        DDP_HEAD + "def build(module):\n    module.requires_grad_(False)\n    ddp = DDP(module)\n"
+        "    module.requires_grad_(True)\n    return ddp\n" + DDP_TAIL,
+        DDP_HEAD
+        + "def build(module):\n    module.requires_grad_(False)\n    module.requires_grad_(True)\n"
+        "    ddp = DDP(module)\n    module.requires_grad_(False)\n    module.requires_grad_(True)\n"
+        "    return ddp\n" + DDP_TAIL,
+    ),
+    "a save in a method called only under the main process, a write in the launcher": (
+        "DDL107",
+        DDP_HEAD + "import torch.multiprocessing as mp\nclass Trainer:\n"
+        "    def save(self, m):\n        torch.save(self.state, f'model-{m}.pt')\n"
+        "    def train(self):\n        self.save('last')\n" + DDP_TAIL,
+        DDP_HEAD + "import torch.multiprocessing as mp\nclass Trainer:\n"
+        "    def save(self, m):\n        torch.save(self.state, f'model-{m}.pt')\n"
+        "    def train(self):\n        if self.accelerator.is_main_process:\n            self.save('last')\n"
+        "def main():\n    with open('options.json', 'w') as f:\n        f.write(text)\n"
+        "    mp.spawn(worker, nprocs=2)\n" + DDP_TAIL,
+    ),
+    "a flag made from the rank test guards as the test does": (
+        "DDL107",
+        DDP_HEAD + "args.should_save = args.logs is not None\nif args.should_save:\n"
+        "    torch.save(state, 'epoch_latest.pt')\n" + DDP_TAIL,
+        DDP_HEAD + "args.should_save = args.logs is not None and dist.get_rank() == 0\n"
+        "if args.should_save:\n    torch.save(state, 'epoch_latest.pt')\n" + DDP_TAIL,
+    ),
+    "the initial weights saved before the wrap are not the wrapper's": (
+        "DDL106",
+        DDP_HEAD + "model = DDP(model)\nif dist.get_rank() == 0:\n"
+        "    torch.save(model.state_dict(), 'init.pt')\n" + DDP_TAIL,
+        DDP_HEAD + "if dist.get_rank() == 0:\n    torch.save(model.state_dict(), 'init.pt')\n"
+        "dist.barrier()\nmodel = DDP(model)\n" + DDP_TAIL,
+    ),
+    "a rank that prefers LOCAL_RANK is the local index": (
+        "DDL117",
+        DDP_HEAD
+        + "import os\nrank = int(os.environ['RANK'])\ntorch.cuda.set_device(rank)\n"
+        + DDP_TAIL,
+        DDP_HEAD
+        + "import os\nif 'LOCAL_RANK' in os.environ:\n    rank = int(os.environ['LOCAL_RANK'])\n"
+        "else:\n    rank = int(os.environ['RANK'])\ntorch.cuda.set_device(rank)\n" + DDP_TAIL,
+    ),
+    "accumulation over an inner loop of accelerator.backward, a mode switch is not a count": (
+        "DDL119",
+        ACCELERATE_HEAD + "model, self.opt = accelerator.prepare(model, opt)\nwhile step < total:\n"
+        "    for _ in range(accumulate_every):\n        accelerator.backward(model(next(dl)))\n"
+        "    self.opt.step()\n",
+        DDP_HEAD + "model = DDP(model)\nfor x in loader:\n    if args.accum_freq == 1:\n"
+        "        model(x).backward()\n        optimizer.step()\n" + DDP_TAIL,
+    ),
+    "a padded eval sampler behind a conditional expression": (
+        "DDL127",
+        DDP_HEAD + "val_sampler = DistributedSampler(valset) if distributed else None\n"
+        "reduced = reduce_tensor(loss.data, n_gpus)\n" + DDP_TAIL,
+        DDP_HEAD
+        + "val_sampler = DistributedSampler(valset, drop_last=True) if distributed else None\n"
+        "reduced = reduce_tensor(loss.data, n_gpus)\n" + DDP_TAIL,
+    ),
 }
 
 

@@ -304,6 +304,16 @@ RULES = {
         "Every process runs the line: N TensorBoard event files in one directory (its curves drawn N times, "
         "each from one shard), N wandb or MLflow runs for one job, N copies of every logged metric.",
     ),
+    "DDL129": (
+        "parameters frozen before the DDP wrap and unfrozen after it",
+        "wrap the model after its final requires_grad setting, or build DDP again (or pass all parameters "
+        "and let unused ones be found) after unfreezing",
+        "5-wrap-the-model-in-ddp",
+        "DistributedDataParallel registers, when it is built, only the parameters that require a gradient: "
+        "those frozen then are left out of its buckets for good. Unfrozen later (a backbone trained after a "
+        "warm-up), they get gradients on every rank that are never all-reduced: each replica steps its own "
+        "backbone and the copies drift apart, silently.",
+    ),
     "DDL124": (
         "a validation metric logged by one rank without a reduction, while the evaluation data is sharded",
         "all_reduce the sums (and counts) first, or gather_for_metrics under Accelerate, then log",
@@ -390,6 +400,15 @@ def shuffles_true(value):
     )
 
 
+def assigned_to(checker, call):
+    """The names a call's value is bound to: `s = DistributedSampler(d)`, and through a conditional
+    expression, `s = DistributedSampler(d) if distributed else None`."""
+    parent = checker.parent.get(call)
+    while isinstance(parent, ast.IfExp):
+        parent = checker.parent.get(parent)
+    return [dotted(t) for t in parent.targets] if isinstance(parent, ast.Assign) else []
+
+
 def per_node(test):
     """`rank % ngpus_per_node == 0`, `local_rank == 0`, `accelerator.is_local_main_process`: one process on
     every node, not one in the whole job. (`... or rank == 0` with a global check beside it is not.)"""
@@ -444,6 +463,13 @@ class Checker:
                 "DDP",
                 "PartialState",
             }
+        )
+        self.distributed = (
+            self.distributed
+            or any(  # WORLD_SIZE read: torchrun runs it (HF Trainer)
+                isinstance(n, ast.Constant) and n.value in ("WORLD_SIZE", "LOCAL_WORLD_SIZE")
+                for n in self.nodes
+            )
         )
         self.shards = bool(
             names & {"DistributedSampler", "Subset", "shard", "split_dataset_by_node"}
@@ -676,8 +702,7 @@ class Checker:
         shuffle = keyword(sampler, "shuffle")
         if isinstance(shuffle, ast.Constant) and shuffle.value is False:
             return False
-        assign = self.parent.get(sampler)
-        names = [dotted(t) for t in assign.targets] if isinstance(assign, ast.Assign) else []
+        names = assigned_to(self, sampler)
         text = " ".join(names + [ast.unparse(a) for a in sampler.args[:1]])
         if EVAL_WORDS.search(text):
             return False
@@ -725,7 +750,7 @@ class Checker:
         pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves."""
         child = node
         for parent in self.parents_of(node):
-            if isinstance(parent, ast.If) and mentions_rank(parent.test):
+            if isinstance(parent, ast.If) and self.picks_ranks(parent.test):
                 return not per_node(parent.test)
             if isinstance(child, ast.stmt) and any(map(returns_unless, siblings(self, child)[0])):
                 return True
@@ -735,14 +760,61 @@ class Checker:
                 for d in parent.decorator_list
             ):
                 return True  # @main_process, @master_only, @rank_zero_only: the decorator picks the rank
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                last(dotted(n.func)) in ("spawn", "start_processes")
+                for n in ast.walk(parent)
+                if isinstance(n, ast.Call)
+            ):
+                return (
+                    True  # the launcher's function: it runs once, before mp.spawn starts the ranks
+                )
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                calls = self.calls.get(parent.name, [])
+                inside = {id(n) for n in ast.walk(parent)}
+                calls = [  # its call sites: not itself, not another module's function of that name
+                    c
+                    for c in self.calls.get(parent.name, [])
+                    if id(c) not in inside
+                    and not dotted(c.func).startswith(
+                        ("torch.", "np.", "numpy.", "json.", "pickle.")
+                    )
+                ]
                 if not calls and parent.name in self.passed_functions:
                     return True  # a hook or callback (register_save_state_pre_hook(f)): its caller decides
                 if not calls or parent.name in seen:
                     return False
                 return all(self.guarded(call, (*seen, parent.name)) for call in calls)
         return False
+
+    @functools.cached_property
+    def rank_flags(self):
+        """Names bound to a rank test (`args.should_save = ... and is_master(args)`, `save = rank == 0`):
+        an `if` on them picks ranks as the test itself would."""
+
+        def a_test(
+            value,
+        ):  # rank == 0, is_master(args) and x, not is_main, accelerator.is_main_process
+            if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
+                return True
+            if isinstance(value, ast.Call):
+                return bool(re.match(r"is_|should_", last(dotted(value.func))))
+            return isinstance(value, ast.Attribute) and value.attr.startswith("is_")
+
+        return {
+            dotted(t)
+            for n in self.nodes
+            if isinstance(n, ast.Assign) and a_test(n.value) and mentions_rank(n.value)
+            for t in n.targets
+            if dotted(t) and not re.search(r"rank|main|master", dotted(t), re.I)
+        }
+
+    def picks_ranks(self, test):
+        if mentions_rank(test):
+            return True
+        return any(
+            dotted(n) in self.rank_flags
+            for n in ast.walk(test)
+            if isinstance(n, (ast.Name, ast.Attribute))
+        )
 
     def parents_of(self, node):
         """The nodes around `node`, innermost first, outside the test of an `if` it sits in."""
@@ -786,7 +858,7 @@ class Rule:
             if (
                 isinstance(parent, ast.If)
                 and child is not parent.test
-                and mentions_rank(parent.test)
+                and self.m.picks_ranks(parent.test)
             ):
                 test, polarity = parent.test, child not in parent.orelse
                 if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -937,11 +1009,25 @@ class WrappedStateDict(CallRule):
             and last(dotted(saved.func)) == "state_dict"
         ):
             owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
-            if (
-                owner in self.m.wrapped
+            if owner in self.m.wrapped and not self.wrapped_later(
+                call, owner
             ):  # `.module` of a model wrapped on some paths only fails on the others
                 unwrap = self.m.uses_accelerate or owner not in self.m.conditional_wraps
                 self.add(call, fixable=unwrap)
+
+    def wrapped_later(self, call, owner):
+        """Every wrap of `owner` in this function comes after the save: the model saved is not wrapped yet
+        (rank 0 saving the initial weights for the others to load)."""
+        scope = self.function_of(call) or self.m.tree
+        lines = [
+            n.lineno
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Assign)
+            and any(dotted(t) == owner for t in n.targets)
+            and isinstance(n.value, (ast.Call, ast.IfExp))
+            and re.search(r"DistributedDataParallel|DDP|DataParallel|prepare", ast.unparse(n.value))
+        ]
+        return bool(lines) and min(lines) > call.lineno
 
 
 class WriteOnEveryRank(CallRule):
@@ -1175,6 +1261,14 @@ class UnseededSplit(Rule):
             and keyword(node, "generator") is None
         ):
             self.add(node)
+        if (  # a datasets.Dataset's .shuffle() with no seed: each rank its own order, before the sampler
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "shuffle"
+            and not node.args
+            and not node.keywords
+            and self.m.distributed
+        ):
+            self.add(node)
 
 
 GLOBAL_RANK = re.compile(
@@ -1206,6 +1300,14 @@ class GlobalRankAsDevice(Rule):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     names = [dotted(t) for t in targets]
                     self.names.update(n for n in names if n and "local" not in n.lower())
+        for (
+            node
+        ) in self.m.nodes:  # rank = LOCAL_RANK if set, else RANK: the local index where it matters
+            if isinstance(node, ast.Assign) and any(
+                isinstance(n, ast.Constant) and n.value == "LOCAL_RANK"
+                for n in ast.walk(node.value)
+            ):
+                self.names.difference_update(dotted(t) for t in node.targets)
         return True
 
     def is_global(self, node, named=True):
@@ -1292,7 +1394,10 @@ def is_step(node):
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "step"
-        and any("optim" in ast.unparse(n).lower() for n in [node.func.value, *node.args])
+        and any(
+            re.search(r"optim|(^|[._])opt($|[._\d])", ast.unparse(n).lower())
+            for n in [node.func.value, *node.args]
+        )
     )
 
 
@@ -1306,7 +1411,12 @@ def counts_micro_batches(test):
         )  # X.size(0) % world: a batch's size
         for n in ast.walk(test)
     )
-    return modulo or "accum" in ast.unparse(test).lower()
+    mode = (  # `if accum_freq == 1:` / `> 1`: whether it accumulates at all, not which micro-batch
+        isinstance(test, ast.Compare)
+        and len(test.comparators) == 1
+        and ast.unparse(test.comparators[0]) in ("0", "1")
+    )
+    return modulo or "accum" in ast.unparse(test).lower() and not mode
 
 
 def steps_in(statements):
@@ -1382,8 +1492,12 @@ class AccumulationWithoutNoSync(Rule):
             _, after = siblings(self.m, node)
             if steps_in(node.body):
                 self.add(node)
-            elif isinstance(node.body[-1], ast.Continue) and steps_in(after):
-                self.add(node)  # `if (i + 1) % N != 0: continue`, then the step
+            elif (
+                isinstance(node.body[-1], ast.Continue)
+                and steps_in(after)
+                and backward_in(siblings(self.m, node)[0])
+            ):
+                self.add(node)  # backward, then `if (i + 1) % N != 0: continue`, then the step
 
     def visit_Call(self, node):
         update = keyword(node, "update_grad")
@@ -1939,13 +2053,59 @@ class PaddedEvalSampler(Rule):
         drop = keyword(node, "drop_last")
         if drop is not None and not (isinstance(drop, ast.Constant) and drop.value is False):
             return  # drop_last=True (or a flag): no repeats, a different choice
-        assign = self.m.parent.get(node)
-        named = [dotted(t) for t in assign.targets] if isinstance(assign, ast.Assign) else []
+        named = assigned_to(self.m, node)
         shuffle = keyword(node, "shuffle")
         if EVAL_WORDS.search(" ".join([*named, ast.unparse(node.args[0])])) or (
             isinstance(shuffle, ast.Constant) and shuffle.value is False
         ):
             self.add(node, fixable=False)
+
+
+def sets_requires_grad(node, value):
+    """`p.requires_grad = value` or `p.requires_grad_(value)` (`requires_grad_()` is True)."""
+    if isinstance(node, ast.Assign):
+        return (
+            any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is value
+        )
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr != "requires_grad_":
+            return False
+        given = node.args[0] if node.args else keyword(node, "requires_grad")
+        return (given is None and value is True) or (
+            isinstance(given, ast.Constant) and given.value is value
+        )
+    return False
+
+
+class UnfrozenAfterWrap(Rule):
+    """DDL129: in one function (or the module), `requires_grad = False` before a DDP wrap and
+    `requires_grad = True` after it: the unfrozen parameters are not in DDP's buckets."""
+
+    code = "DDL129"
+
+    def begin(self):
+        return bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"})
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) not in ("DistributedDataParallel", "DDP"):
+            return
+        scope = self.function_of(node) or self.m.tree
+        inside = [n for n in ast.walk(scope) if self.function_of(n) is self.function_of(node)]
+        settings = sorted(  # the last requires_grad setting before the wrap is what DDP sees
+            (n.lineno, sets_requires_grad(n, False))
+            for n in inside
+            if (sets_requires_grad(n, False) or sets_requires_grad(n, True))
+            and n.lineno < node.lineno
+        )
+        frozen = bool(settings) and settings[-1][1]
+        thawed = sorted(
+            (n for n in inside if sets_requires_grad(n, True) and n.lineno > node.lineno),
+            key=lambda n: n.lineno,
+        )
+        if frozen and thawed:
+            self.add(thawed[0], fixable=False)
 
 
 TRACKERS = {
@@ -2129,6 +2289,7 @@ RULE_CLASSES = [
     HardcodedGpuCount,
     PaddedEvalSampler,
     TrackerOnEveryRank,
+    UnfrozenAfterWrap,
 ]
 
 
