@@ -527,6 +527,22 @@ PAIRS = {
         + "val_sampler = DistributedSampler(valset, drop_last=True) if distributed else None\n"
         "reduced = reduce_tensor(loss.data, n_gpus)\n" + DDP_TAIL,
     ),
+    # -- from reading corpus 5 (31 public files, 18 repositories) -------------------------------------------
+    "`distributed = local_rank >= 0` is not a rank pick; a ddp_sync helper is no_sync": (
+        "DDL108",
+        DDP_HEAD + "if args.local_rank == 0:\n    dist.barrier()\n" + DDP_TAIL,
+        DDP_HEAD
+        + "distributed = args.local_rank >= 0\nif distributed:\n    dist.barrier()\n"
+        + DDP_TAIL,
+    ),
+    "accumulation inside a project's ddp_sync context is synchronised once": (
+        "DDL119",
+        DDP_HEAD + "ddp = DDP(net)\nfor i in range(rounds):\n    ddp(x).backward()\n"
+        "    if (i + 1) % rounds == 0:\n        optimizer.step()\n" + DDP_TAIL,
+        DDP_HEAD + "ddp = DDP(net)\nfor i in range(rounds):\n"
+        "    with misc.ddp_sync(ddp, i == rounds - 1):\n        ddp(x).backward()\n"
+        "    if (i + 1) % rounds == 0:\n        optimizer.step()\n" + DDP_TAIL,
+    ),
 }
 
 

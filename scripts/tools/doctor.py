@@ -382,6 +382,13 @@ def mentions_rank(test):
         and ast.unparse(test.comparators[0]) == "-1"
     ):
         return False
+    if (  # local_rank >= 0, rank < 0: distributed or not, the same answer on every rank
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.GtE, ast.Lt))
+        and ast.unparse(test.comparators[0]) == "0"
+    ):
+        return False
     text = ast.unparse(test).lower()
     return any(word in text for word in RANK_WORDS)
 
@@ -1472,6 +1479,7 @@ class AccumulationWithoutNoSync(Rule):
             (wraps or elsewhere)
             and not names
             & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
+            and not any("sync" in n.lower() and "ddp" in n.lower() for n in names)  # misc.ddp_sync
             and "require_backward_grad_sync" not in words
             and "no_sync"
             not in words  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
