@@ -643,3 +643,31 @@ def test_a_file_fix_cannot_rewrite_is_one_line_and_stays_as_it_was(tmp_path, cap
         == f"error: {path}: cannot rewrite it (maximum recursion depth exceeded); nothing written\n"
     )
     assert path.read_text() == source and "DDL104" in out
+
+
+def test_the_three_later_never_seen_sets_add_up_to_what_the_page_states():
+    """guides/doctor.md's corpora 3 to 5 (issue 33, item 5 measured again): each 25+ files, every finding with
+    a verdict, the stated precision (with and without DDL113) the one the rows give, and no repository used by
+    an earlier table or another set."""
+    page = (ROOT / "guides" / "doctor.md").read_text()
+    earlier, later = page.split("## Three more sets it had never seen")
+    later = later.split("\n## ")[0]
+    seen = {repo for repo, *_ in corpus_table(earlier)[0]}
+    parts = re.split(r"\n### Corpus \d: ", later)[1:]
+    assert len(parts) == 3
+    for part in parts:
+        files, repos = map(int, re.match(r"(\d+) files from (\d+) repositories", part).groups())
+        rows, verdicts = corpus_table(part)
+        names = {repo for repo, *_ in rows}
+        assert (len(rows), len(names)) == (files, repos) and files >= 25
+        assert not names & seen, names & seen
+        seen |= names
+        true = [v for _, v in verdicts].count("true")
+        without = [v for c, v in verdicts if c != "DDL113"]
+        stated = re.search(
+            r"Precision: (\d+) true of (\d+) findings = (0\.\d+); without DDL113 (\d+) of (\d+) = (0\.\d+)",
+            part,
+        ).groups()
+        assert (int(stated[0]), int(stated[1])) == (true, len(verdicts))
+        assert (int(stated[3]), int(stated[4])) == (without.count("true"), len(without))
+        assert float(stated[5]) == round(without.count("true") / len(without), 3)
