@@ -708,3 +708,29 @@ def test_a_collective_behind_a_helper_of_another_module_under_a_rank_check(tmp_p
     assert "DDL108" in check_in_project(
         tmp_path / "c" / "p", {**pkg, "pkg/train_util.py": absolute}, "pkg/train_util.py"
     )
+
+
+GENERAL = (  # yolov5's utils/general.py shape: a helper that writes the file it is handed
+    "import yaml\n"
+    "def yaml_save(file, data):\n    with open(file, 'w') as f:\n        yaml.safe_dump(data, f)\n"
+    "def save_on_main(path, obj, rank):\n    if rank == 0:\n        open(path, 'w').write(obj)\n"
+)
+
+
+def test_a_write_behind_a_helper_of_another_module_on_every_rank(tmp_path):
+    bad = (
+        DDP_HEAD + "from utils.general import yaml_save\nrank = dist.get_rank()\n"
+        "yaml_save(save_dir / 'hyp.yaml', hyp)\n" + DDP_TAIL
+    )
+    good = (
+        DDP_HEAD + "from utils.general import yaml_save, save_on_main\nrank = dist.get_rank()\n"
+        "if rank == 0:\n    yaml_save(save_dir / 'hyp.yaml', hyp)\n"
+        "yaml_save(f'{out}/preds_{rank}.yaml', preds)\nsave_on_main(path, text, rank)\n" + DDP_TAIL
+    )
+    project = {"utils/__init__.py": "", "utils/general.py": GENERAL}
+    assert "DDL107" in check_in_project(
+        tmp_path / "a" / "p", {**project, "train.py": bad}, "train.py"
+    )
+    assert "DDL107" not in check_in_project(
+        tmp_path / "b" / "p", {**project, "train.py": good}, "train.py"
+    )

@@ -420,7 +420,8 @@ def per_node(test):
     """`rank % ngpus_per_node == 0`, `local_rank == 0`, `accelerator.is_local_main_process`: one process on
     every node, not one in the whole job. (`... or rank == 0` with a global check beside it is not.)"""
     if isinstance(test, ast.BoolOp):
-        return all(per_node(value) for value in test.values if mentions_rank(value))
+        picks = [value for value in test.values if mentions_rank(value)]
+        return bool(picks) and all(per_node(value) for value in picks)
     text = ast.unparse(test).lower()
     if "local_main" in text:
         return True
@@ -1046,6 +1047,16 @@ class WriteOnEveryRank(CallRule):
     code = "DDL107"
 
     def check(self, call, name, callee):
+        if (
+            name in self.m.project.writer_helpers
+            and self.m.distributed
+            and not any(
+                self.per_rank(call, a) for a in [*call.args, *(k.value for k in call.keywords)]
+            )
+            and not self.m.guarded(call)
+        ):
+            self.add(call)  # a helper of another module that writes on every call
+            return
         path = self.m.one_file_written(call, name, callee)
         if (
             path is not None
@@ -2393,9 +2404,8 @@ class Project:
 
     def __init__(self, path=None, tree=None):
         self.wrapped_by_importer = False
-        self.collective_helpers = (
-            set()
-        )  # qualified call names: "improved_diffusion.dist_util.load_state_dict"
+        # qualified call names: "improved_diffusion.dist_util.load_state_dict", "utils.general.yaml_save"
+        self.collective_helpers, self.writer_helpers = set(), set()
         if path is None or tree is None or not Path(path).is_file():
             return
         here = Path(path).resolve()
@@ -2433,6 +2443,8 @@ class Project:
                         qualified = name if node.level else f"{module}.{alias.name}"
                         if alias.name in self.collectives_in(source):
                             self.collective_helpers.add(qualified)
+                        if alias.name in self.writers_in(source):
+                            self.writer_helpers.add(qualified)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     target = by_name.get(alias.name.rsplit(".", 1)[-1])
@@ -2442,21 +2454,81 @@ class Project:
     def helpers_of(self, module_path, prefix, here):
         for function in self.collectives_in(module_path):
             self.collective_helpers.add(f"{prefix}.{function}")
+        for function in self.writers_in(module_path):
+            self.writer_helpers.add(f"{prefix}.{function}")
+
+    WRITES = {
+        "save",
+        "save_pretrained",
+        "dump",
+        "safe_dump",
+        "savefig",
+        "save_image",
+        "imwrite",
+        "imsave",
+        "to_csv",
+        "to_json",
+        "write_text",
+        "write_bytes",
+    }
 
     @staticmethod
     @functools.cache  # one parse per module for the whole run: neighbours are shared
+    def functions_of(module_path):
+        """A module's top-level functions (none when it does not parse)."""
+        try:
+            tree = ast.parse(Project.text(module_path))
+        except (SyntaxError, ValueError):
+            return ()
+        return tuple(f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    @staticmethod
+    @functools.cache
+    def writers_in(module_path):
+        """The top-level functions of a module that write a file named by one of their parameters on every
+        call (yolov5's `yaml_save(file, data)`, a `save_model(args, model, ...)` that torch.saves under
+        args.model_path): no rank check or main-process return inside, no `is_main_process=` handed on."""
+        found = set()
+        for function in Project.functions_of(module_path):
+            if any(mentions_rank(d) or "main" in ast.unparse(d) for d in function.decorator_list):
+                continue
+            given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+            if any(
+                isinstance(n, ast.If) and mentions_rank(n.test) for n in ast.walk(function)
+            ) or any(
+                isinstance(n, ast.keyword) and n.arg == "is_main_process"
+                for n in ast.walk(function)
+            ):
+                continue  # it picks its process itself
+            for n in ast.walk(function):
+                if not isinstance(n, ast.Call):
+                    continue
+                name = last(dotted(n.func))
+                mode = n.args[1] if len(n.args) > 1 else keyword(n, "mode")
+                writes = name in Project.WRITES or (
+                    name == "open"
+                    and isinstance(mode, ast.Constant)
+                    and isinstance(mode.value, str)
+                    and "w" in mode.value
+                )
+                if name == "save" and not dotted(n.func).startswith("torch"):
+                    writes = False  # img.save, a logger's save: not known
+                named = [n.func.value] if name in ("write_text", "write_bytes") else n.args
+                if writes and any(
+                    isinstance(x, ast.Name) and x.id in given for a in named for x in ast.walk(a)
+                ):
+                    found.add(function.name)
+                    break
+        return frozenset(found)
+
+    @staticmethod
+    @functools.cache
     def collectives_in(module_path):
         """The top-level functions of a module that run a collective themselves on every call: a
         `dist.broadcast(...)` or `MPI.COMM_WORLD.bcast(...)` (an attribute call: a function of the module named
         `gather` is not one) that no `if` inside the function decides on."""
-        try:
-            tree = ast.parse(Project.text(module_path))
-        except (SyntaxError, ValueError):
-            return frozenset()
         found = set()
-        for function in tree.body:
-            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
+        for function in Project.functions_of(module_path):
             pending = [(statement, False) for statement in function.body]
             while pending:
                 node, conditional = pending.pop()
@@ -2494,10 +2566,11 @@ class Project:
     @functools.cache
     def neighbours(home):
         found, folders = [], [home, home.parent]
-        try:
-            folders += sorted(d for d in home.parent.iterdir() if d.is_dir() and d != home)
-        except OSError:
-            pass
+        for base in (home, home.parent):
+            try:
+                folders += sorted(d for d in base.iterdir() if d.is_dir() and d not in folders)
+            except OSError:
+                pass
         for folder in folders:
             try:
                 files = sorted(folder.glob("*.py"))
