@@ -527,6 +527,30 @@ PAIRS = {
         + "val_sampler = DistributedSampler(valset, drop_last=True) if distributed else None\n"
         "reduced = reduce_tensor(loss.data, n_gpus)\n" + DDP_TAIL,
     ),
+    # -- from reading corpus 6 (31 public files, 16 repositories) -------------------------------------------
+    "both spellings of the launcher's argument parse": (
+        "DDL101",
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n"
+        "args = p.parse_args()\n",
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local-rank', type=int)\n"
+        "p.add_argument('--local_rank', type=int)\nargs = p.parse_args()\n",
+    ),
+    "an MPI-style root worker guards; devnull and the __main__ launcher write no shared file": (
+        "DDL107",
+        DDP_HEAD + "import os\ndef save_model(path):\n    torch.save(state, path)\n"
+        "save_model('dalle.pt')\n" + DDP_TAIL,
+        DDP_HEAD + "import os, yaml\nimport torch.multiprocessing as mp\ndef save_model(path):\n"
+        "    if not distr_backend.is_root_worker():\n        return\n    torch.save(state, path)\n"
+        "save_model('dalle.pt')\nwith open(os.devnull, 'w') as f:\n    f.write('quiet')\n"
+        "if __name__ == '__main__':\n    with open('cfg.yaml', 'w') as f:\n        yaml.dump(cfg, f)\n"
+        "    mp.spawn(main, nprocs=2)\n" + DDP_TAIL,
+    ),
+    "set_epoch through a subscript is set_epoch": (
+        "DDL105",
+        DDP_HEAD + "sampler = {'train': DistributedSampler(train_set)}\n" + DDP_TAIL,
+        DDP_HEAD + "sampler = {'train': DistributedSampler(train_set)}\n"
+        "for epoch in range(3):\n    sampler['train'].set_epoch(epoch)\n" + DDP_TAIL,
+    ),
     # -- from reading corpus 5 (31 public files, 18 repositories) -------------------------------------------
     "`distributed = local_rank >= 0` is not a rank pick; a ddp_sync helper is no_sync": (
         "DDL108",

@@ -68,6 +68,8 @@ RANK_WORDS = (
     "gpu_id",
     "primary",  # timm's utils.is_primary(args)
     "global_zero",  # Lightning's trainer.is_global_zero
+    "is_root",  # Horovod/MPI style: distr_backend.is_root_worker(), is_root
+    "root_worker",
 )
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
@@ -496,7 +498,9 @@ class Checker:
         self.wrapped = set()  # names bound to a DDP / DataParallel / prepared model
         self.samplers = set()  # names bound to a DistributedSampler
         self.prepared_schedulers = set()
-        self.set_epoch_called = "set_epoch" in names
+        self.set_epoch_called = "set_epoch" in names or any(
+            isinstance(n, ast.Attribute) and n.attr == "set_epoch" for n in self.nodes
+        )
         self.reads_local_rank = any(
             isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in self.nodes
         )
@@ -595,7 +599,11 @@ class Checker:
         if callee in ("write_text", "write_bytes") and isinstance(call.func, ast.Attribute):
             path = call.func.value  # Path(out, "args.json").write_text(...)
             return None if self.parameter_path(call, path) else path
-        if name == "open" and self.opened_for_writing(call):
+        if (
+            name == "open"
+            and self.opened_for_writing(call)
+            and "devnull" not in ast.unparse(call.args[0])  # open(os.devnull, "w"): no file
+        ):
             return None if self.parameter_path(call, call.args[0]) else call.args[0]
         if name in DUMPS and len(call.args) > 1:
             opened = call.args[1]  # json.dump(x, open(path, "w")): the handle opened in the call
@@ -760,6 +768,15 @@ class Checker:
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and self.picks_ranks(parent.test):
                 return not per_node(parent.test)
+            if (
+                isinstance(parent, ast.If)
+                and "__main__" in ast.unparse(parent.test)
+                and any(
+                    isinstance(n, ast.Call) and last(dotted(n.func)) in ("spawn", "start_processes")
+                    for n in ast.walk(parent)
+                )
+            ):
+                return True  # the launcher's own lines, before mp.spawn starts the ranks
             if isinstance(child, ast.stmt) and any(map(returns_unless, siblings(self, child)[0])):
                 return True
             child = parent
@@ -908,6 +925,8 @@ class DeprecatedLauncher(Rule):
             parent = self.m.parent.get(node)
             if node.value.startswith("--local") and self.m.reads_local_rank:
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
+            elif node.value.startswith("--local") and self.both_spellings(parent):
+                pass  # add_argument("--local-rank", "--local_rank") or one call for each: both parse
             elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
                 "add_argument",
                 "run",
@@ -919,6 +938,14 @@ class DeprecatedLauncher(Rule):
                 self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
                 self.add(node)
+
+    def both_spellings(self, call):
+        spelled = {
+            n.value
+            for n in self.m.nodes
+            if isinstance(n, ast.Constant) and n.value in ("--local_rank", "--local-rank")
+        }
+        return len(spelled) == 2
 
 
 class DeprecatedAmp(Rule):
