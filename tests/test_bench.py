@@ -35,6 +35,8 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         text=True,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the row guides/performance.md's quick command shows (that page leaves its run to this test)
+    assert "input pipeline: loader / preloaded (digits)" in proc.stdout + proc.stderr
     result = json.loads((tmp_path / "bench" / "results-cpu.json").read_text())
     assert result["schema"] == bench.SCHEMA and result["quick"] is True
     assert {

@@ -319,8 +319,6 @@ def test_every_sh_command_in_the_guides_runs(sandbox, guide):
             assert "find_unused_parameters=True: trains" in out
         if "world size" in block:
             assert "world size 2" in out
-        if "scripts/tools/bench.py" in block:
-            assert "input pipeline: loader / preloaded (digits)" in out
         # node 1's second process: rank 3, local rank 1, node 1
         if "scripts/labs/collectives.py" in block:
             assert (
@@ -358,6 +356,7 @@ def test_commands_left_to_a_test_name_a_test_that_exists():
 def test_sh_blocks_only_where_they_run_here():
     """GPU- or cluster-only commands are in `bash` blocks; every guide has something to run, but next-steps and
     step-4-7, whose FSDP commands tests/test_fsdp.py runs with assertions (not twice: the suite's time budget),
+    performance, whose quick bench tests/test_bench.py runs (every section, not input_pipeline alone twice),
     and the two pages of results (benchmarks, reliability), whose every row names its test."""
     for name in GUIDE_ORDER:
         blocks = sh_blocks(GUIDES / name)
@@ -366,6 +365,7 @@ def test_sh_blocks_only_where_they_run_here():
             "benchmarks.md",
             "step-4-7.md",
             "reliability.md",
+            "performance.md",
         ), f"{name}: nothing runs on CPU"
         for block in blocks:
             assert "ddp-2gpu" not in block and not re.search(r"^\s*sbatch ", block, re.M), block
