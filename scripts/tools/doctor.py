@@ -495,6 +495,9 @@ class Checker:
                 "all_gather_object",
             }
         )
+        self.project = (
+            Project()
+        )  # what the neighbouring modules say: check_source sets it from the path
         self.wrapped = set()  # names bound to a DDP / DataParallel / prepared model
         self.samplers = set()  # names bound to a DistributedSampler
         self.prepared_schedulers = set()
@@ -874,6 +877,11 @@ class Rule:
     def function_of(self, node):
         return function_of(self.m, node)
 
+    def in_test(self, node):
+        """Inside a test_* function: a test runs in one process."""
+        function = self.function_of(node)
+        return function is not None and function.name.startswith("test_")
+
     def rank_check(self, node):
         """(condition, polarity) of the innermost `if` around `node` (in its body or else, not its test) that
         picks some ranks, or None. The condition is written without a leading `not`; polarity is False in the
@@ -1126,10 +1134,6 @@ class WriteOnEveryRank(CallRule):
                 if used & bound:
                     return True
         return False
-
-    def in_test(self, call):
-        function = self.function_of(call)
-        return function is not None and function.name.startswith("test_")
 
 
 class CollectiveUnderRankCheck(CallRule):
@@ -1937,13 +1941,8 @@ class WrapperAttribute(Rule):
             return
         name = dotted(node.value)
         scope = self.function_of(node)
-        if (
-            not name
-            or self.tested(node, name)
-            or scope is not None
-            and scope.name.startswith("test")
-        ):
-            return  # a test function runs in one process
+        if not name or self.tested(node, name) or self.in_test(node):
+            return
         position = (node.lineno, node.col_offset)
         if name.startswith("self.") and name.count(".") == 1:
             cls = next((p for p in self.m.parents_of(node) if isinstance(p, ast.ClassDef)), None)
@@ -2137,8 +2136,12 @@ class UnfrozenAfterWrap(Rule):
     def visit_Call(self, node):
         if last(dotted(node.func)) not in ("DistributedDataParallel", "DDP"):
             return
-        scope = self.function_of(node) or self.m.tree
-        inside = [n for n in ast.walk(scope) if self.function_of(n) is self.function_of(node)]
+        inside, pending = [], list(ast.iter_child_nodes(self.function_of(node) or self.m.tree))
+        while pending:  # the wrap's own function, the bodies of functions nested in it left out
+            n = pending.pop()
+            inside.append(n)
+            if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                pending.extend(ast.iter_child_nodes(n))
         settings = sorted(  # the last requires_grad setting before the wrap is what DDP sees
             (n.lineno, sets_requires_grad(n, False))
             for n in inside
@@ -2195,10 +2198,6 @@ class TrackerOnEveryRank(Rule):
             )
             name = cls.name if cls is not None else name
         return not self.m.calls.get(name) and name not in self.m.words  # not called, not handed on
-
-    def in_test(self, node):
-        function = self.function_of(node)
-        return function is not None and function.name.startswith("test")
 
 
 class Reductions:
@@ -2463,7 +2462,7 @@ class Project:
                     if target is not None and target != here:
                         # as Qualify reads the name: absolute imports qualified, relative ones as written
                         absolute = f"{module}.{alias.name}" if module and not node.level else None
-                        self.helpers_of(target, absolute or alias.asname or alias.name, here)
+                        self.helpers_of(target, absolute or alias.asname or alias.name)
                     source = by_name.get(module.rsplit(".", 1)[-1]) if module else None
                     if source is not None and source != here:
                         name = alias.asname or alias.name
@@ -2476,9 +2475,9 @@ class Project:
                 for alias in node.names:
                     target = by_name.get(alias.name.rsplit(".", 1)[-1])
                     if target is not None and target != here:
-                        self.helpers_of(target, alias.name, here)
+                        self.helpers_of(target, alias.name)
 
-    def helpers_of(self, module_path, prefix, here):
+    def helpers_of(self, module_path, prefix):
         for function in self.collectives_in(module_path):
             self.collective_helpers.add(f"{prefix}.{function}")
         for function in self.writers_in(module_path):
@@ -2614,7 +2613,8 @@ def check_source(source, path="<string>", neighbours=False):
     `neighbours`: read what the modules beside `path` say of it (Project); otherwise the file alone."""
     tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
-    checker.project = Project(path, tree) if neighbours else Project()
+    if neighbours:
+        checker.project = Project(path, tree)
     run_rules(checker)
     lines = physical_lines(source)
 
