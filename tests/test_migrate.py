@@ -220,7 +220,7 @@ REFUSALS = [
     (
         "        test(model, device, test_loader)",
         "        test(model, device, test_loader)\n        model(x).sum().backward()",
-        "custom training loop",
+        "which one trains is not certain",
     ),
     ("test_loss /= len(test_loader.dataset)", "test_loss /= len(test_loader)", "per-batch means"),
     ('torch.save(model.state_dict(), "digits_mlp.pt")', 'torch.save(model, "m.pt")', "item 11"),

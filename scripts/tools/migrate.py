@@ -36,6 +36,8 @@ and runs nothing. guides/migrate.md shows worked runs.
 """
 
 import argparse
+import ast
+import functools
 import os
 import subprocess
 import sys
@@ -104,6 +106,83 @@ def is_sum(arg):
     return isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == "sum"
 
 
+def project_modules(path, module):
+    """The script's own modules that it imports, found beside it as Python's sys.path[0] finds them, by the names
+    the script calls them: `from common import data` -> {"data": common/data.py}, `import utils` -> {"utils":
+    utils.py}; and functions imported by name: `from common.data import loader` -> {"loader": (data.py,
+    "loader")}."""
+    here = Path(path).resolve().parent
+
+    def find(name):
+        base = here.joinpath(*name.split("."))
+        return next(
+            (f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None
+        )
+
+    modules, functions = {}, {}
+    for node in m.findall(module, m.Import() | m.ImportFrom()):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                name = dotted(alias.name)
+                if find(name):
+                    modules[alias.asname.name.value if alias.asname else name] = find(name)
+        elif not node.relative and node.module and not isinstance(node.names, cst.ImportStar):
+            base = dotted(node.module)
+            for alias in node.names:
+                local = alias.asname.name.value if alias.asname else alias.name.value
+                if find(f"{base}.{alias.name.value}"):
+                    modules[local] = find(f"{base}.{alias.name.value}")
+                elif find(base):
+                    functions[local] = (find(base), alias.name.value)
+    return modules, functions
+
+
+@functools.cache
+def parsed(file):
+    """A project module's tree (ast: read, never run), None when it does not parse."""
+    try:
+        return ast.parse(Path(file).read_text())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def loader_factory(tree):
+    """The top-level functions of a module that build and return a DataLoader and take `sampler` and
+    `batch_size` (the ladder's `data.loader`): name -> parameter names."""
+    found = {}
+    for f in tree.body if tree else []:
+        if not isinstance(f, ast.FunctionDef) or f.args.vararg or f.args.kwarg:
+            continue
+        params = [a.arg for a in f.args.posonlyargs + f.args.args]
+        returns = [
+            n.value
+            for n in ast.walk(f)
+            if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)
+        ]
+        if {"sampler", "batch_size"} <= set(params) and any(
+            (getattr(c.func, "attr", None) or getattr(c.func, "id", None)) == "DataLoader"
+            for c in returns
+        ):
+            found[f.name] = params
+    return found
+
+
+def loader_factories(path, module):
+    """Call name -> parameter names, for the functions of the script's own modules that build a DataLoader and
+    take a sampler: a call of one is a DataLoader whose sampler the migration gives, as the ladder's rung 4 gives
+    `data.loader` a DistributedSampler."""
+    modules, functions = project_modules(path, module)
+    found = {}
+    for local, file in modules.items():
+        for name, params in loader_factory(parsed(file)).items():
+            found[f"{local}.{name}"] = params
+    for local, (file, name) in functions.items():
+        params = loader_factory(parsed(file)).get(name)
+        if params:
+            found[local] = params
+    return found
+
+
 class Migration:
     """The edits of one migration, made on whole lines of the source; nothing else changes."""
 
@@ -119,6 +198,10 @@ class Migration:
         self.replaced = {}  # first line -> (last line, new text)
         self.before = {}  # line -> inserted text
         self.findings = []
+        self.uses_contextlib = (
+            False  # no_sync() on some micro-batches: contextlib.nullcontext() on the rest
+        )
+        self.unwrapped = set()  # lines whose model is unwrapped already
 
     # positions and text ---------------------------------------------------------------------------------------
     def line(self, node):
@@ -347,11 +430,18 @@ def rewrite(source, path, accelerate):
         )
 
     functions = top_functions(module)
-    loaders = calls_named(module, "DataLoader")
+    # a DataLoader, or a call of the project's own function that builds one and takes sampler= (data.loader)
+    factories = loader_factories(path, module)
+    loaders = [
+        c
+        for c in m.findall(module, m.Call())
+        if last_name(c.func) == "DataLoader" or dotted(c.func) in factories
+    ]
     if not loaders:
         raise Refused(
-            "no DataLoader is built in this file (a loader from another module, or batches indexed by "
-            f"hand as in word_language_model): shard the data by hand ({GUIDE} items 4 and 15)"
+            "no DataLoader is built in this file, nor by a function of the script's own modules that takes "
+            "sampler= (a loader built elsewhere, or batches indexed by hand as in word_language_model): "
+            f"shard the data by hand ({GUIDE} items 4 and 15)"
         )
     for call in loaders:
         if any(a.star == "*" or (a.star and not isinstance(a.value, cst.Name)) for a in call.args):
@@ -360,9 +450,7 @@ def rewrite(source, path, accelerate):
                 f"expression: pass them as keywords in the call, or **a_dict ({GUIDE} item 4)"
             )
     homes = [
-        name
-        for name, f in functions.items()
-        if any(c in loaders for c in calls_named(f, "DataLoader"))
+        name for name, f in functions.items() if any(c in loaders for c in m.findall(f, m.Call()))
     ]
     module_level = not homes  # vae/main.py's shape: loaders, model and loop at the module level
     if module_level:
@@ -389,19 +477,23 @@ def rewrite(source, path, accelerate):
             f"(`loader = DataLoader(...)`): not rewritten"
         )
 
-    # the training loop ----------------------------------------------------------------------------------------
-    if calls_named(main, "backward"):
+    # the training loop: in a train function the epoch loop calls, or written out in main() ------------------
+    inline = bool(calls_named(main, "backward"))
+    trainers = {n for n, f in functions.items() if calls_named(f, "backward") and f is not main}
+    if inline and trainers:
         raise Refused(
-            f"{label} calls backward() itself: a custom training loop this first cut does not "
-            f"recognise (it rewrites an epoch loop calling a train function, as mnist/main.py has)"
+            f"{label} calls backward() and so does {sorted(trainers)[0]}(): which one trains is not "
+            f"certain"
         )
-    trainers = {n for n, f in functions.items() if calls_named(f, "backward")}
     loops = [
         s
         for s in body
         if isinstance(s, cst.For)
         and any(dotted(c.func) in trainers for c in m.findall(s, m.Call()))
     ]
+    if inline:
+        loop, inner, train_name, backward = inline_loop(main, body, built, where)
+        train_fn, train_call, loops = main, None, [loop]
     if len(loops) != 1 or not isinstance(loops[0].target, cst.Name):
         raise Refused(
             f"no single epoch loop `for epoch in ...:` {where} calling a train function "
@@ -409,17 +501,20 @@ def rewrite(source, path, accelerate):
         )
     loop = loops[0]
     train_calls = [c for c in m.findall(loop, m.Call()) if dotted(c.func) in trainers]
-    if len(train_calls) != 1:
+    if len(train_calls) != 1 and not inline:
         raise Refused("the epoch loop calls more than one train function: not recognised")
-    train_call = train_calls[0]
-    train_fn = functions[dotted(train_call.func)]
-    passed = [a.value.value for a in train_call.args if isinstance(a.value, cst.Name)]
-    train_names = [n for n in passed if n in built]
-    if not train_names and module_level:  # vae's train(epoch) reads the global loader
-        train_names = [n for n in built if n in names_in(train_fn)]
-    if len(train_names) != 1:
-        raise Refused("the train function is not passed (or does not read) exactly one DataLoader")
-    train_name = train_names[0]
+    if not inline:
+        train_call = train_calls[0]
+        train_fn = functions[dotted(train_call.func)]
+        passed = [a.value.value for a in train_call.args if isinstance(a.value, cst.Name)]
+        train_names = [n for n in passed if n in built]
+        if not train_names and module_level:  # vae's train(epoch) reads the global loader
+            train_names = [n for n in built if n in names_in(train_fn)]
+        if len(train_names) != 1:
+            raise Refused(
+                "the train function is not passed (or does not read) exactly one DataLoader"
+            )
+        train_name = train_names[0]
     train_stmt = built[train_name]
     train_loader = assignment(train_stmt)[1]
     if len(calls_named(train_fn, "backward")) != 1:
@@ -518,7 +613,8 @@ def rewrite(source, path, accelerate):
     if any(a.star == "**" for a in train_loader.args) and not explicit:
         sampler = loader_from_dict(mig, train_loader, train_stmt, loaders, seed, accelerate)
     else:  # a ** dict beside batch_size= and shuffle= in the call cannot hold either (vae's **kwargs)
-        sampler = loader_from_call(mig, train_loader, train_stmt, seed, accelerate, used)
+        params = factories.get(dotted(train_loader.func))
+        sampler = loader_from_call(mig, train_loader, train_stmt, seed, accelerate, used, params)
     mig.insert(mig.line(train_stmt), sampler)
     mig.insert(
         mig.line(loop.body.body[0]),
@@ -631,21 +727,26 @@ def rewrite(source, path, accelerate):
                     f"test function reading a DataLoader of {label}: whether it trains, and on what, "
                     f"must be read by hand ({GUIDE} items 7 and 18)"
                 )
+    backward_stmt = next(
+        s for s in enclosing_statements(train_fn) if backward in m.findall(s, m.Call())
+    )
     if summed or accelerate:
-        if not isinstance(backward.func, cst.Attribute) or not isinstance(
-            backward.func.value, cst.Name
+        if not isinstance(backward.func, cst.Attribute) or not m.matches(
+            backward_stmt, m.SimpleStatementLine(body=[m.Expr(value=backward)])
         ):
-            raise Refused(f"line {mig.line(backward)}: backward() on an expression: not recognised")
-        statement = next(
-            s for s in enclosing_statements(train_fn) if backward in m.findall(s, m.Call())
-        )
-        loss = backward.func.value.value
+            raise Refused(
+                f"line {mig.line(backward)}: backward() not on a line of its own: not recognised"
+            )
+        statement = backward_stmt
+        target = backward.func.value
+        loss = mig.code(target.with_changes(lpar=[], rpar=[]))  # `(loss / accum)` -> loss / accum
+        times = loss if isinstance(target, cst.Name | cst.Attribute | cst.Call) else f"({loss})"
         # the train function has no world_size of its own: read it from the group
         if accelerate:
-            scaled = f"{loss} * accelerator.num_processes" if summed else loss
+            scaled = f"{times} * accelerator.num_processes" if summed else loss
             scaled = f"accelerator.backward({scaled})\n"
         else:
-            scaled = f"({loss} * dist.get_world_size()).backward()\n"
+            scaled = f"({times} * dist.get_world_size()).backward()\n"
         why = f"a summed loss: DDP averages the gradients: {GUIDE} item 18"
         if accelerate:
             why = f"instead of backward(): {GUIDE} item A" + (", and item 18" if summed else "")
@@ -684,7 +785,11 @@ def rewrite(source, path, accelerate):
                     changed, f"each process a shard: {GUIDE} item 7", mig.indent(statement)
                 ),
             )
-    reduce_train_sums(mig, train_fn, train_call, train_name, accelerate)
+    if inline:
+        reduce_inline_sums(mig, loop, inner, backward, accelerate, bool(summed))
+        agreement(mig, loop, inner)
+    else:
+        reduce_train_sums(mig, train_fn, train_call, train_name, accelerate)
 
     # saving: rank 0, the bare model -------------------------------------------------------------------------
     saved_at = None
@@ -746,8 +851,9 @@ def rewrite(source, path, accelerate):
         )
 
     # printing on rank 0, files written by rank 0, the model's own methods ------------------------------------
+    trained_in = [] if inline else [train_fn]  # main()'s own prints: after the group only, below
     printing = [
-        s for f in [train_fn, *(functions[n] for n in test_fns)] for s in print_statements(f)
+        s for f in [*trained_in, *(functions[n] for n in test_fns)] for s in print_statements(f)
     ]
     group_line = mig.line(first)
     printing += [s for s in print_statements(main) if mig.line(s) > group_line]
@@ -759,14 +865,19 @@ def rewrite(source, path, accelerate):
             mig.guard(statement, "rank == 0", f"one process prints: {GUIDE} item 8")
         else:
             mig.guard(statement, "dist.get_rank() == 0", f"one process prints: {GUIDE} item 8")
-    guard_writes(mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns)
+    guard_writes(
+        mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns, model
+    )
+    unwrap_loads(mig, main, model, model_stmt, accelerate)
     reached = (
         None if module_level or not accelerate else [train_fn, *(functions[n] for n in test_fns)]
     )
     unwrap_uses(mig, model, model_stmt, body, functions, accelerate, reached)
     if accelerate and not module_level:  # the functions that train and test take the Accelerator
-        for function in [train_fn, *(functions[n] for n in test_fns)]:
+        for function in [*trained_in, *(functions[n] for n in test_fns)]:
             add_parameter(mig, function, main)
+    if inline:
+        no_sync(mig, inner, backward_stmt, model, accelerate)
 
     # the end of main; the imports ---------------------------------------------------------------------------
     last = body[-1]
@@ -801,6 +912,11 @@ def rewrite(source, path, accelerate):
         )
     elif not os_import:
         block += f"import os  # LOCAL_RANK: {GUIDE} item 1\n"
+    if mig.uses_contextlib and not any(
+        isinstance(s, cst.Import) and any(dotted(n.name) == "contextlib" for n in s.names)
+        for s in m.findall(module, m.Import())
+    ):
+        block += f"import contextlib  # nullcontext: {GUIDE} item 6\n"
     block += (
         ""
         if accelerate
@@ -840,12 +956,79 @@ def hoist(mig, expression, name, statement):
     return mig.render(line, f"named, to be sharded: {GUIDE} items 4 and 7", mig.indent(statement))
 
 
-def guard_writes(mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns):
-    """A file every process would write (`save_image(...)`, `plt.savefig(...)`): rank 0 writes it."""
+def is_write(call):
+    """A call that writes a file, by its name: `save_image`, `savefig`, and a `save`, `save_*` or `write_*` of the
+    project's own (`checkpoint.save(...)`, `best.save(...)`, `metrics.write_json(...)`); torch.save has rules of
+    its own above."""
+    name = last_name(call.func)
+    return dotted(call.func) != "torch.save" and (
+        name in WRITES or name == "save" or name.startswith(("save_", "write_"))
+    )
+
+
+class UnwrapArgs(cst.CSTTransformer):
+    """`save(args, model, ...)` -> `save(args, model.module, ...)` in the calls `pick` chooses: what writes or
+    loads the weights gets the bare model, without the wrapper's `module.` prefix (item 11)."""
+
+    def __init__(self, model, unwrapped, pick):
+        super().__init__()
+        self.model, self.unwrapped, self.pick = model, unwrapped, pick
+        self.count = 0
+
+    def leave_Call(self, original, updated):
+        if not self.pick(original):
+            return updated
+        args = []
+        for a in updated.args:
+            if isinstance(a.value, cst.Name) and a.value.value == self.model and not a.star:
+                self.count += 1
+                a = a.with_changes(value=cst.parse_expression(self.unwrapped))
+            args.append(a)
+        return updated.with_changes(args=args)
+
+
+def unwrap_loads(mig, main, model, model_stmt, accelerate):
+    """The model handed to a call that loads or resumes into it (`checkpoint.resume(args, model, ...)`): the bare
+    model, whose state_dict's keys are the plain script's."""
+    unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+    after = mig.last_line(model_stmt)
+    for statement in enclosing_statements(main):
+        if mig.line(statement) <= after or mig.line(statement) in mig.replaced:
+            continue
+        fixer = UnwrapArgs(
+            model, unwrapped, lambda c: any(w in last_name(c.func) for w in ("load", "resume"))
+        )
+        changed = statement.visit(fixer)
+        if fixer.count:
+            why = f"the bare model's keys, without the wrapper's module. prefix: {GUIDE} item 11"
+            mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
+
+
+def guard_writes(
+    mig, main, functions, group_line, accelerate, module_level, train_fn, test_fns, model
+):
+    """A file every process would write (`save_image(...)`, `plt.savefig(...)`, a `checkpoint.save(...)` of the
+    project's own, on a line of its own): rank 0 writes it, from the bare model."""
+    unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
     for statement in enclosing_statements(mig.module):
         calls = [c for c in m.findall(statement, m.Call()) if last_name(c.func) in WRITES]
-        if not calls or mig.line(statement) < group_line:
+        own = (
+            len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, cst.Call)
+            and is_write(statement.body[0].value)
+            and statement in enclosing_statements(main)
+        )
+        if (not calls and not own) or mig.line(statement) < group_line:
             continue
+        if own and mig.line(statement) not in mig.replaced:
+            write = statement.body[0].value
+            fixer = UnwrapArgs(model, unwrapped, lambda c, write=write: c is write)
+            changed = statement.visit(fixer)
+            if fixer.count:
+                why = f"the bare model: {GUIDE} item 11"
+                mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
+                mig.unwrapped.add(mig.line(statement))
         in_main = statement in enclosing_statements(main)
         owner = next((f for f in functions.values() if statement in enclosing_statements(f)), None)
         if not in_main and owner is None:
@@ -992,6 +1175,174 @@ def reduce_train_sums(mig, train_fn, train_call, train_name, accelerate):
     )
 
 
+def inline_loop(main, body, built, where):
+    """A training loop written out where the loaders are built (rung 1, nanoGPT-like scripts): one epoch loop
+    `for epoch in ...:`, and directly in it one loop over the training loader whose body calls backward() once.
+    Returns (the epoch loop, the batch loop, the training loader's name, the backward call)."""
+    backwards = calls_named(main, "backward")
+    if len(backwards) != 1:
+        raise Refused(f"backward() is called {len(backwards)} times {where}: not recognised")
+    backward = backwards[0]
+    outer = [s for s in body if isinstance(s, cst.For) and backward in m.findall(s, m.Call())]
+    if len(outer) != 1 or not isinstance(outer[0].target, cst.Name):
+        raise Refused(
+            f"the backward() {where} is not in one epoch loop `for epoch in ...:`: a custom training "
+            f"loop this cut does not recognise"
+        )
+    inner = [
+        s
+        for s in outer[0].body.body
+        if isinstance(s, cst.For) and backward in m.findall(s, m.Call())
+    ]
+    if len(inner) != 1:
+        raise Refused(
+            "the backward() is not in one loop over batches directly inside the epoch loop: not "
+            "recognised"
+        )
+    read = names_in(inner[0].iter) & set(built)
+    if len(read) != 1:
+        raise Refused(
+            "the loop over batches does not read exactly one DataLoader built beside it: not recognised"
+        )
+    return outer[0], inner[0], read.pop(), backward
+
+
+def reduce_inline_sums(mig, loop, inner, backward, accelerate, summed):
+    """An epoch's loss summed in the batch loop (`loss_sum += loss.detach()`, `running += loss.item()`) and
+    read after it: each process summed its shard's per-batch means, so the mean over processes is the plain
+    script's sum (equal shards, item 7). Reduced right before its first read after the batch loop; a read
+    inside the batch loop (a per-step log line) stays this process's, as the train functions' do (item 8)."""
+    epoch_body = list(loop.body.body)
+    after = epoch_body[epoch_body.index(inner) + 1 :]
+    loss = backward.func.value if isinstance(backward.func, cst.Attribute) else None
+    losses = names_in(loss) if loss is not None else set()
+    for statement in epoch_body[: epoch_body.index(inner)]:
+        found = assignment(statement)
+        if not found:
+            continue
+        name, value = found
+        tensor = isinstance(value, cst.Call) and dotted(value.func) in (
+            "torch.zeros",
+            "torch.tensor",
+        )
+        if not (tensor or isinstance(value, cst.Integer | cst.Float)):
+            continue
+        adds = [
+            a
+            for a in m.findall(inner, m.AugAssign())
+            if isinstance(a.operator, cst.AddAssign) and dotted(a.target) == name
+        ]
+        reading = [s for s in after if name in names_in(s)]
+        if not adds or not reading:
+            continue
+        statement = reading[0]
+        # a sum of the loss's means (divided by accum at most): the mean over processes is the plain sum
+        allowed = losses | {"detach", "item", "float"} | (names_in(loss) if loss else set())
+        means = not summed and all(names_in(a.value) <= allowed for a in adds)
+        if not means:
+            mig.finding(
+                statement,
+                "MIG205",
+                f"{name} after the batch loop: this process's sum over its shard, used as it is: read "
+                f"it as rank 0's, or all-reduce it by hand ({GUIDE} item 7)",
+            )
+            continue
+        pad = mig.indent(statement)
+        why = f"the mean over processes of their shards' sums: {GUIDE} item 7"
+        if tensor and accelerate:
+            text = f'{pad}{name} = accelerator.reduce({name}, "mean")  # {why}\n'
+        elif tensor:
+            text = f"{pad}dist.all_reduce({name})  # {why}\n{pad}{name} /= world_size\n"
+        elif accelerate:
+            text = (
+                f"{pad}{name} = accelerator.reduce(torch.tensor({name}, dtype=torch.float64, "
+                f'device=device), "mean").item()  # {why}\n'
+            )
+        else:
+            text = (
+                f"{pad}{name} = torch.tensor({name}, dtype=torch.float64, device=device)  # {why}\n"
+                f"{pad}dist.all_reduce({name})\n{pad}{name} = {name}.item() / world_size\n"
+            )
+        mig.insert(mig.line(statement), text)
+
+
+# a loop left on these is left at the same step by every process: they read only the step, flags, constants
+PURE = {"len", "int", "float", "abs", "min", "max", "round", "bool", "isnan", "isinf", "isfinite"}
+
+
+def agreement(mig, loop, inner):
+    """A `break` (or return) out of the training loops on a condition each process decides alone
+    (`preempted.stop_now(step)`, a file's existence, a clock): one process leaves while the others wait in the
+    next all-reduce. The migration cannot agree on it for the script: a finding (item 17)."""
+    for node in m.findall(loop, m.If()):
+        leaves = [
+            s
+            for s in node.body.body
+            if m.matches(s, m.SimpleStatementLine(body=[m.Break() | m.Return()]))
+        ]
+        if not leaves:
+            continue
+        unknown = [c for c in m.findall(node.test, m.Call()) if last_name(c.func) not in PURE]
+        if unknown:
+            mig.finding(
+                node,
+                "MIG206",
+                f"the training loop is left when {mig.code(unknown[0])} says so, which each process "
+                f"decides alone: if it differs between processes, one leaves while the others wait in the "
+                f"next all-reduce; agree first (all_reduce a flag, then every process takes the same "
+                f"branch: {GUIDE} item 17)",
+            )
+
+
+def no_sync(mig, inner, backward_stmt, model, accelerate):
+    """Accumulation written as `if micro % accum: continue` (or `if (i + 1) % accum == 0: optimizer.step()`)
+    after the backward: the forward and the backward of the micro-batches that do not step go under no_sync(),
+    forward included (a forward outside it has armed DDP's all-reduce already). Without it DDP all-reduces every
+    micro-batch: the same gradients, accum times the communication (item 6)."""
+    statements = list(inner.body.body)
+    if backward_stmt not in statements:
+        return
+    at = statements.index(backward_stmt)
+    condition = None
+    for s in statements[at + 1 :]:
+        if not isinstance(s, cst.If) or s.orelse is not None:
+            continue
+        if m.matches(s.body, m.IndentedBlock(body=[m.SimpleStatementLine(body=[m.Continue()])])):
+            condition = mig.code(s.test.with_changes(lpar=[], rpar=[]))
+        elif any(last_name(c.func) == "step" for c in m.findall(s.body, m.Call())):
+            condition = f"not ({mig.code(s.test.with_changes(lpar=[], rpar=[]))})"
+        if condition:
+            test = s.test
+            break
+    if condition is None:
+        return
+    forwards = [
+        i
+        for i, s in enumerate(statements[: at + 1])
+        if any(dotted(c.func) == model for c in m.findall(s, m.Call()))
+    ]
+    if not forwards:
+        return
+    first = forwards[0]
+    block = statements[first : at + 1]
+    bound = {dotted(t.target) for s in block for t in m.findall(s, m.AssignTarget())}
+    if names_in(test) & bound:
+        return  # the condition reads what the block computes: not certain
+    pad = mig.indent(block[0])
+    context = f"accelerator.no_sync({model})" if accelerate else f"{model}.no_sync()"
+    text = (
+        f"{pad}with {context} if {condition} else contextlib.nullcontext():  # no all-reduce but on a "
+        f"step's last micro-batch: {GUIDE} item 6\n"
+    )
+    for s in block:
+        text += "".join(
+            "    " + t if t.strip() else t for t in mig.current(s).splitlines(keepends=True)
+        )
+        mig.replaced.pop(mig.line(s), None)
+    mig.replaced[mig.line(block[0])] = (mig.last_line(block[-1]), text)
+    mig.uses_contextlib = True
+
+
 class CountAll(cst.CSTTransformer):
     """`batch_idx * len(data)` (or `(batch + 1) * len(X)`, as the quickstart counts) -> the same times the world
     size: every process took len(data)."""
@@ -1066,12 +1417,14 @@ def with_sampler(args, closing):
     ]
 
 
-def loader_from_call(mig, loader, statement, seed, accelerate, used):
+def loader_from_call(mig, loader, statement, seed, accelerate, used, params=None):
     """`DataLoader(ds, batch_size=B, shuffle=S)`: the batch divided, the sampler given S; the lines that go
     before the loader are returned."""
     batch = keyword(loader, "batch_size")
-    if batch is None and len(loader.args) > 1 and not loader.args[1].keyword:
-        batch = loader.args[1]
+    positional = [a for a in loader.args if not a.keyword and not a.star]
+    at = params.index("batch_size") if params else 1  # DataLoader(dataset, batch_size, ...)
+    if batch is None and len(positional) > at:
+        batch = positional[at]
     if batch is None:
         raise Refused(
             f"line {mig.line(loader)}: the training DataLoader has no batch_size: nothing to divide"
@@ -1089,7 +1442,10 @@ def loader_from_call(mig, loader, statement, seed, accelerate, used):
         options.append("shuffle=False")  # the plain loader read the dataset in order
     elif not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
         options.append(f"shuffle={mig.code(shuffle.value)}")
-    options += [f"seed={seed}", "drop_last=True"]
+    given = keyword(
+        loader, "seed"
+    )  # data.loader(..., seed=): the order the plain loader shuffled in
+    options += [f"seed={mig.code(given.value) if given else seed}", "drop_last=True"]
     pad = mig.indent(statement)
     b = mig.code(batch.value)
     if not isinstance(batch.value, cst.Name | cst.Attribute | cst.Integer):
@@ -1104,7 +1460,17 @@ def loader_from_call(mig, loader, statement, seed, accelerate, used):
         if a is data and hoisted:
             a = a.with_changes(value=cst.Name(dataset))
         args.append(a)
-    if not accelerate:  # prepare() shards the loader itself, shuffling or not
+    multiline = (
+        len(loader.args) > 1
+        and isinstance(loader.args[-1].comma, cst.Comma)
+        and isinstance(loader.args[-2].comma, cst.Comma)
+        and isinstance(loader.args[-1].comma.whitespace_after, cst.ParenthesizedWhitespace)
+        and args[-1].star != "**"
+    )
+    if not accelerate and multiline:  # one argument a line: sampler= on a line of its own, last
+        args[-1] = args[-1].with_changes(comma=loader.args[-2].comma)
+        args = with_sampler(args, loader.args[-1])
+    elif not accelerate:  # prepare() shards the loader itself, shuffling or not
         space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         tail = [args.pop()] if args[-1].star == "**" else []  # sampler= goes before a **dict
         args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
