@@ -2,6 +2,7 @@
 and --prove on the project's plain example and on a summed-loss fixture (2 processes, gloo)."""
 
 import difflib
+import os
 import re
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import doctor
 import migrate
 import pytest
 
-from conftest import ROOT
+from conftest import OFFLINE, ROOT, max_abs_diff
 
 # Written the way pytorch/examples writes (quotes, spacing, .format) and kept so: it is a .txt that ruff leaves
 # alone, since the test is that the migration keeps such lines byte for byte. Each test copies it to a .py.
@@ -608,3 +609,206 @@ def test_a_dataset_given_by_keyword_is_sharded_too():
     )
     code, _ = migrate.to_torchrun(source, "x.py")
     assert "DataLoader(dataset=Subset(dataset2, range(rank, len(dataset2), world_size))" in code
+
+
+# -- a training loop written out in main(): rung 1, and a fixture in the nanoGPT / no_trainer shape --------------
+RUNG1 = ROOT / "scripts" / "1_single_gpu.py"
+INLINE = Path(__file__).parent / "migrate_fixtures" / "digits_inline.py.txt"
+
+
+def following(code, first, *then):
+    """`first` is a line of `code`, and the lines after it are `then`, in order."""
+    lines = code.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(first))
+    return lines[at + 1 : at + 1 + len(then)] == list(then)
+
+
+@pytest.mark.parametrize("to", ["torchrun", "accelerate"])
+def test_rung_1_is_migrated_with_the_lines_rung_4_and_rung_6_add(to):
+    """Rung 1's loader comes from common.data.loader, which takes sampler=: it gets rung 4's DistributedSampler;
+    its accumulation gets no_sync() around forward and backward; the epoch's loss is reduced before it is read; the
+    saves are rank 0's, of the bare model, and the resume loads the bare model. Its preemption flag, read by each
+    process alone, is a finding. Every other line is rung 1's."""
+    source = RUNG1.read_text()
+    rewrite = migrate.to_accelerate if to == "accelerate" else migrate.to_torchrun
+    code, findings = rewrite(source, str(RUNG1))
+    assert len(findings) == 1 and " MIG206 " in findings[0], findings
+    assert "preempted.stop_now(step)" in findings[0] and ":101:" in findings[0]
+    removed, added = changes(source, code)
+    written(code, added)
+    compile(code, "migrated.py", "exec")
+    bare = "accelerator.unwrap_model(model)" if to == "accelerate" else "model.module"
+    main = "accelerator.is_main_process" if to == "accelerate" else "rank == 0"
+    pad = " " * 12
+    no_sync = "accelerator.no_sync(model)" if to == "accelerate" else "model.no_sync()"
+    backward = (
+        "accelerator.backward(loss / accum)" if to == "accelerate" else "(loss / accum).backward()"
+    )
+    assert following(
+        code,
+        f"{pad}with {no_sync} if micro % accum else contextlib.nullcontext():",
+        f"{pad}    loss = F.cross_entropy(model(inputs), targets)",
+        f"{pad}    {backward}  # .grad sums the micro-batches': the step's mean gradient"
+        + ("; instead of backward(): your-script.md item A" if to == "accelerate" else ""),
+    )
+    assert f"checkpoint.resume(args, {bare}, optimizer, scheduler, train_loader)" in code
+    for save in ("best.save(step, results, ", "checkpoint.save(args, ", "checkpoint.save_model("):
+        line = next(x for x in code.splitlines() if x.strip().startswith(save))
+        assert bare in line and code.splitlines()[
+            code.splitlines().index(line) - 1
+        ].strip().startswith(f"if {main}:"), line
+    reduce = (
+        '        loss_sum = accelerator.reduce(loss_sum, "mean")'
+        if to == "accelerate"
+        else "        dist.all_reduce(loss_sum)"
+    )
+    ends = code.index("        train_loss = meter.end_epoch(step, loss_sum)")
+    assert code.rindex(reduce, 0, ends) > code.index("            if step >= args.max_steps")
+    if to == "torchrun":
+        assert "    sampler = DistributedSampler(train_ds, seed=args.seed, drop_last=True)" in code
+        assert (
+            "        sampler=sampler,  # instead of shuffle: your-script.md item 4\n    )" in code
+            and "        sampler.set_epoch(epoch)" in code
+        )
+        assert (
+            "shuffle=True" not in code
+        )  # data.loader refuses shuffle beside a sampler, as DataLoader does
+    # rung 1's lines that change: the device, the loader's batch (and shuffle), the backward (accelerate),
+    # the forward and backward moved under no_sync, the saves and prints moved under rank 0, the resume
+    assert len(removed) <= 30, removed
+
+
+def test_the_inline_fixture_s_accumulation_and_float_loss_are_rewritten_and_the_rest_kept():
+    source = INLINE.read_text()
+    code, findings = migrate.to_torchrun(source, "inline.py")
+    assert findings == []
+    removed, added = changes(source, code)
+    written(code, added)
+    assert following(
+        code,
+        "            with model.no_sync() if not ((i + 1) % args.accum == 0) else contextlib.nullcontext():",
+        "                loss = F.cross_entropy(model(inputs), labels)",
+        "                (loss / args.accum).backward()",
+    )
+    assert following(
+        code,
+        "        running = torch.tensor(running, dtype=torch.float64, device=device)",
+        "        dist.all_reduce(running)",
+        "        running = running.item() / world_size",
+    )
+    assert "import contextlib" in code
+    # the kept lines keep their quotes: only the device, loader, forward, backward, print and save change
+    assert sorted(removed) == sorted(
+        [
+            "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+            "    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=not args.no_shuffle)",
+            "            loss = F.cross_entropy(model(inputs), labels)",
+            "            (loss / args.accum).backward()",
+            "        print(f'epoch {epoch}: mean batch loss {running / len(train_loader):.4f}')",
+            "    torch.save(model.state_dict(), args.save)",
+        ]
+    ), removed
+
+
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        (  # a stop each process decides alone: a finding, the migration written
+            "            if (i + 1) % args.accum == 0:",
+            "            if time.time() > deadline:\n                break\n            if (i + 1) % args.accum == 0:",
+            "MIG206 the training loop is left when time.time() says so",
+        ),
+        (  # the same step on every process: nothing to agree on
+            "            if (i + 1) % args.accum == 0:",
+            "            if i >= len(train_loader) - 1 and args.epochs > 9:\n                break\n"
+            "            if (i + 1) % args.accum == 0:",
+            None,
+        ),
+        (  # a loss summed per sample: not a mean over processes, left as this process's
+            "            running += loss.item()",
+            "            running += loss.item() * len(labels)",
+            "MIG205 running after the batch loop",
+        ),
+    ],
+)
+def test_a_stop_decided_per_process_and_a_sum_it_cannot_reduce_are_findings(old, new, words):
+    source = INLINE.read_text()
+    assert old in source
+    code, findings = migrate.to_torchrun(source.replace(old, new, 1), "inline.py")
+    if words is None:
+        assert findings == []
+    else:
+        assert len(findings) == 1 and words in findings[0], findings
+
+
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        (
+            "            running += loss.item()",
+            "            running += loss.item()\n            loss.backward()",
+            "backward() is called 2 times in main()",
+        ),
+        (
+            "        for i, (inputs, labels) in enumerate(train_loader):",
+            "        for i, (inputs, labels) in enumerate(zip(train_loader, train_loader)):\n"
+            "          if True:",
+            None,  # still one loader read: recognised
+        ),
+    ],
+)
+def test_an_inline_loop_it_cannot_read_with_certainty_is_refused(tmp_path, old, new, words):
+    source = INLINE.read_text()
+    assert old in source
+    changed = source.replace(old, new, 1)
+    if words is None:
+        try:
+            migrate.to_torchrun(changed, "inline.py")
+        except migrate.Refused as e:
+            pytest.fail(f"refused: {e}")
+        return
+    with pytest.raises(migrate.Refused, match=re.escape(words)):
+        migrate.to_torchrun(changed, "inline.py")
+
+
+@pytest.mark.launch
+def test_rung_1_migrated_trains_rung_4_s_weights_under_torchrun_and_accelerate_launch(
+    tmp_path, data_dir, reference
+):
+    """Rung 1 migrated to both launchers, each at 2 processes with rung 1's global batch: the weights of the
+    session's rung 4 run (and so rung 1's), within what rounding leaves."""
+    from test_reliability import TASK, weights
+
+    runs = {}
+    for to in ("torchrun", "accelerate"):
+        folder = tmp_path / to
+        folder.mkdir()
+        script = folder / "1_single_gpu.py"
+        code, _ = (migrate.to_accelerate if to == "accelerate" else migrate.to_torchrun)(
+            RUNG1.read_text(), str(RUNG1)
+        )
+        script.write_text(code)
+        launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+        if to == "accelerate":
+            launcher = ["-m", "accelerate.commands.launch", "--config_file"]
+            launcher += [
+                str(ROOT / "accelerate_configs" / "cpu_2proc.yaml"),
+                "--num_processes",
+                "2",
+            ]
+        env = {**os.environ, **OFFLINE, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "scripts")}
+        runs[to] = subprocess.Popen(
+            [sys.executable, *launcher, str(script), *TASK, "--batch-size", "32"]
+            + ["--data-dir", str(data_dir), "--output-dir", str(folder / "out")],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    for to, proc in runs.items():
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, out[-2000:] + err[-2000:]
+        got = weights(tmp_path / to / "out")
+        assert max_abs_diff(got, reference[4]) <= 1e-6, to
+        assert max_abs_diff(got, reference[1]) <= 1e-5, to

@@ -106,6 +106,25 @@ def is_sum(arg):
     return isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == "sum"
 
 
+def project_files(path, module, depth=2):
+    """The script's own modules, and theirs in turn (`depth` imports deep): where its flags may be declared
+    (rung 1 -> common/entry.py -> common/flags.py)."""
+    root = Path(path).resolve().parent
+    found, frontier = [], list(project_modules(path, module)[0].values())
+    for _ in range(depth):
+        frontier = [f for f in dict.fromkeys(frontier) if f not in found]
+        found += frontier
+        following = []
+        for file in frontier:
+            try:
+                tree = cst.parse_module(file.read_text())
+            except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
+                continue
+            following += list(project_modules(root / "x.py", tree)[0].values())
+        frontier = following
+    return found
+
+
 def project_modules(path, module):
     """The script's own modules that it imports, found beside it as Python's sys.path[0] finds them, by the names
     the script calls them: `from common import data` -> {"data": common/data.py}, `import utils` -> {"utils":
@@ -226,12 +245,15 @@ class Migration:
         return self.module.code_for_node(node)
 
     def render(self, statement, comment, indent):
-        """A statement, changed, on its own lines, with the item's comment on its last line."""
+        """A statement, changed, on its own lines, with the item's comment on its last line (None: the comments
+        are on the lines it changed)."""
         old = statement.trailing_whitespace.comment
         note = f"{old.value}; {comment}" if old else f"# {comment}"
         statement = statement.with_changes(
             leading_lines=[],
-            trailing_whitespace=cst.TrailingWhitespace(
+            trailing_whitespace=statement.trailing_whitespace
+            if comment is None
+            else cst.TrailingWhitespace(
                 whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note)
             ),
         )
@@ -1403,6 +1425,19 @@ def split_check(pad, b, shown):
     )
 
 
+def commented(comma, comment):
+    """A comma that ends its line (`arg,  # ...`), with the item's comment after it (after the line's own)."""
+    ws = comma.whitespace_after
+    if not isinstance(ws, cst.ParenthesizedWhitespace):
+        return comma
+    old = ws.first_line.comment
+    note = f"{old.value}; {comment}" if old else f"# {comment}"
+    first = ws.first_line.with_changes(
+        whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(note)
+    )
+    return comma.with_changes(whitespace_after=ws.with_changes(first_line=first))
+
+
 def with_sampler(args, closing):
     """The call's arguments and `sampler=sampler`, which takes the closing argument's comma and line break."""
     return [
@@ -1442,9 +1477,8 @@ def loader_from_call(mig, loader, statement, seed, accelerate, used, params=None
         options.append("shuffle=False")  # the plain loader read the dataset in order
     elif not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
         options.append(f"shuffle={mig.code(shuffle.value)}")
-    given = keyword(
-        loader, "seed"
-    )  # data.loader(..., seed=): the order the plain loader shuffled in
+    # data.loader(..., seed=): the order the plain loader shuffled in
+    given = keyword(loader, "seed")
     options += [f"seed={mig.code(given.value) if given else seed}", "drop_last=True"]
     pad = mig.indent(statement)
     b = mig.code(batch.value)
@@ -1467,9 +1501,22 @@ def loader_from_call(mig, loader, statement, seed, accelerate, used, params=None
         and isinstance(loader.args[-1].comma.whitespace_after, cst.ParenthesizedWhitespace)
         and args[-1].star != "**"
     )
-    if not accelerate and multiline:  # one argument a line: sampler= on a line of its own, last
-        args[-1] = args[-1].with_changes(comma=loader.args[-2].comma)
+    why = f"per process: the global batch unchanged: {GUIDE} item 4"
+    if multiline:  # one argument a line: each changed line carries its comment
+        at = next(
+            i
+            for i, a in enumerate(args)
+            if a.value.deep_equals(cst.parse_expression(f"{b} // world_size"))
+        )
+        args[at] = args[at].with_changes(comma=commented(args[at].comma, why))
+    if not accelerate and multiline:  # sampler= on a line of its own, last
+        args[-1] = args[-1].with_changes(
+            comma=loader.args[-2].comma if at != len(args) - 1 else args[-1].comma
+        )
         args = with_sampler(args, loader.args[-1])
+        args[-1] = args[-1].with_changes(
+            comma=commented(args[-1].comma, f"instead of shuffle: {GUIDE} item 4")
+        )
     elif not accelerate:  # prepare() shards the loader itself, shuffling or not
         space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         tail = [args.pop()] if args[-1].star == "**" else []  # sampler= goes before a **dict
@@ -1484,8 +1531,7 @@ def loader_from_call(mig, loader, statement, seed, accelerate, used, params=None
     changed = statement.with_changes(
         body=[statement.body[0].with_changes(value=loader.with_changes(args=args))]
     )
-    why = f"per process: the global batch unchanged: {GUIDE} item 4"
-    mig.replace(statement, mig.render(changed, why, pad))
+    mig.replace(statement, mig.render(changed, None if multiline else why, pad))
     if accelerate:
         return hoisted + split_check(pad, b, shown)
     return (
@@ -1846,6 +1892,9 @@ def randomness(mig, functions):
 
 
 # --prove ----------------------------------------------------------------------------------------------------
+WEIGHT_FILES = (".safetensors", ".pt", ".pth", ".bin")
+
+
 def proof_obstacles(source, findings):
     """Why no run at two processes can end on the plain run's weights, whatever the flags: randomness drawn
     per sample or per forward (MIG201), BatchNorm on a CPU (MIG203), dropout with a literal nonzero p (each
@@ -1914,10 +1963,38 @@ def save_plan(source, path):
     directory; a flag guarding the save (`if args.save_model:`) is switched on."""
     module = cst.parse_module(source)
     flags = flags_of(module)
+    for file in project_files(path, module):  # rung 1's flags live in common/flags.py
+        try:
+            flags = {**flags_of(cst.parse_module(file.read_text())), **flags}
+        except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
+            continue
     saves = [c for c in m.findall(module, m.Call()) if dotted(c.func) == "torch.save"]
+    weights = [
+        c
+        for c in m.findall(module, m.Call())
+        if is_write(c)
+        and c.args
+        and any(
+            isinstance(t, cst.SimpleString) and t.evaluated_value.endswith(WEIGHT_FILES)
+            for t in m.findall(c.args[0].value, m.SimpleString())
+        )
+    ]
+    if (
+        not saves and len(weights) == 1
+    ):  # checkpoint.save_model(Path(args.output_dir) / "model.safetensors")
+        named = [
+            a
+            for a in m.findall(weights[0].args[0].value, m.Attribute(value=m.Name("args")))
+            if a.attr.value in flags and flags[a.attr.value][1]
+        ]
+        literal = m.findall(weights[0].args[0].value, m.SimpleString())[-1].evaluated_value
+        if len(named) == 1 and literal.endswith(WEIGHT_FILES):
+            option = flags[named[0].attr.value][0]
+            return [option, "{out}/run"], "{out}/run/" + literal
     if len(saves) != 1 or len(saves[0].args) < 2:
         raise Refused(
-            f"{path} saves its weights {len(saves)} times: --prove needs exactly one torch.save"
+            f"{path} saves its weights {len(saves)} times: --prove needs exactly one torch.save, or "
+            f"one save of a .safetensors/.pt file under a directory flag"
         )
     target = saves[0].args[1].value
     extra, file = [], None
