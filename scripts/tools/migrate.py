@@ -10,7 +10,10 @@ for byte (comments, blank lines, quotes), and every line it inserts or changes e
 item of guides/your-script.md it applies. The shapes it knows: the loaders, the device, a model `... .to(device)`
 whose `.parameters()` an optimizer takes and an epoch loop `for epoch in ...:` calling a train function (the one
 with `.backward()`), all in one main() (pytorch/examples' mnist/main.py) or all at the module level, an
-`if __name__ == "__main__":` block included (vae/main.py, the PyTorch tutorials' quickstart); test functions that
+`if __name__ == "__main__":` block included (vae/main.py, the PyTorch tutorials' quickstart), or an epoch loop
+written out there with the backward in a loop over the training loader (the ladder's rung 1: its loader from the
+project's own `data.loader`, which takes sampler=; its accumulation put under no_sync(); its saves and resume
+given the bare model; a stop each process decides alone is MIG206); test functions that
 sum over a `with torch.no_grad():` loop; `torch.save(model.state_dict(), ...)`. The global batch stays what the
 plain script's flag says: each of the processes takes batch // world size (and the script stops with one line
 when it does not divide).
@@ -20,7 +23,8 @@ DataLoader in the file, a training loop it does not recognise, a summed loss bui
 `torch.save(model)`, a script that is distributed already. What it migrates but cannot make the plain script's
 training is a finding (`path:line:col: MIG2xx ...`, exit code 1): randomness drawn per sample from a process's own
 generator (MIG201), random_split unseeded (MIG202), BatchNorm (MIG203: SyncBatchNorm on GPUs only), a test sum
-of per-batch means over the set's size (MIG204), an epoch sum it does not reduce (MIG205).
+of per-batch means over the set's size (MIG204), an epoch sum it does not reduce (MIG205), a training loop left on
+a condition each process decides alone (MIG206).
 
 --to accelerate writes `Accelerator(cpu=not torch.cuda.is_available())`, `prepare` (model, optimizer, training
 loader), `accelerator.backward`, `accelerator.reduce` of the test sums, `accelerator.print`, a main-process save
@@ -1053,8 +1057,13 @@ def guard_writes(
                 mig.unwrapped.add(mig.line(statement))
         in_main = statement in enclosing_statements(main)
         owner = next((f for f in functions.values() if statement in enclosing_statements(f)), None)
-        if not in_main and owner is None:
-            continue  # a method's: not reached from the training
+        called = {dotted(c.func) for c in m.findall(main, m.Call())}
+        if not in_main and (
+            owner is None or owner.name.value not in called | {train_fn.name.value}
+        ):
+            # a method's, or a function the training never calls (fast_neural_style's stylize(), run
+            # without a process group): not reached from the training, left as it is
+            continue
         if accelerate:
             if not (in_main or module_level or owner in (train_fn, *test_fns)):
                 raise Refused(
