@@ -50,8 +50,8 @@ test: install browser ## the test suite, offline: lint, unit tests, then launch 
 	@echo "== unit tests (no training process started)"
 	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m "not launch" tests $(ARGS) && \
 	  echo "== unit tests: $$(( $$(date +%s) - start )) s"
-	@echo "== launch tests (processes: the rungs under python, mp.spawn, torchrun, accelerate launch; the tools)"
-	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m launch tests $(ARGS) && \
+	@echo "== launch tests on 2 workers (processes: the rungs under python, mp.spawn, torchrun, accelerate launch; the tools)"
+	@start=$$(date +%s); $(OFFLINE_ENV) $(PY) -m pytest -q -m launch -n 2 --dist loadgroup tests $(ARGS) && \
 	  echo "== launch tests: $$(( $$(date +%s) - start )) s"
 
 test-unit: install ## the unit tests alone (about a minute)

@@ -107,3 +107,14 @@ def save_checkpoint(
 
     args = argparse.Namespace(output_dir=str(output_dir), keep=keep, lineage=lineage)
     return checkpoint.save(args, model, opt, scheduler, step, epoch, samples_in_epoch, scaler)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `pytest -n 2 --dist loadgroup` (make test's launch group), tests that share a session's expensive
+    set-up run on one worker, so it is made once: the Slurm cluster's tests, and those reading the reference
+    runs. Every other test goes to whichever worker is free."""
+    for item in items:
+        if item.module.__name__ == "test_slurm":
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif "reference" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("reference"))

@@ -190,6 +190,16 @@ CASES = {
         "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
         "dist.init_process_group()\nif dist.get_rank() == 0:\n    writer = SummaryWriter('runs')\n",
     ),
+    "DDL130": (
+        "import contextlib\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "for i, (x, y) in enumerate(loader):\n    loss = F.cross_entropy(model(x), y)\n"
+        "    with model.no_sync() if (i + 1) % 4 else contextlib.nullcontext():\n"
+        "        (loss / 4).backward()\n",
+        "import contextlib\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "for i, (x, y) in enumerate(loader):\n"
+        "    with model.no_sync() if (i + 1) % 4 else contextlib.nullcontext():\n"
+        "        loss = F.cross_entropy(model(x), y)\n        (loss / 4).backward()\n",
+    ),
     "DDL129": (
         "from torch.nn.parallel import DistributedDataParallel as DDP\n"
         "for p in model.backbone.parameters():\n    p.requires_grad = False\nmodel = DDP(model)\n"

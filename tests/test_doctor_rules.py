@@ -468,6 +468,17 @@ PAIRS = {
         "import os\nworld_size = int(os.environ.get('WORLD_SIZE', 1))\n"
         "train_data = data['train'].shuffle(seed=42).map(tokenize)\nrandom.shuffle(items)\n",
     ),
+    "a context bound to a name, accelerate's accumulate, the forward in a helper handed the model": (
+        "DDL130",
+        ACCELERATE_HEAD + "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+        "for batch in loader:\n    loss = model(**batch).loss\n"
+        "    with accelerator.accumulate(model):\n        accelerator.backward(loss)\n"
+        "        opt.step()\n",
+        ACCELERATE_HEAD + "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+        "for batch in loader:\n    with accelerator.accumulate(model):\n"
+        "        loss = compute_loss(model, batch)\n        accelerator.backward(loss)\n"
+        "        opt.step()\n",
+    ),
     "unfrozen before the wrap, frozen after, is what DDP registers": (
         "DDL129",
         DDP_HEAD + "def build(module):\n    module.requires_grad_(False)\n    ddp = DDP(module)\n"

@@ -812,3 +812,35 @@ def test_rung_1_migrated_trains_rung_4_s_weights_under_torchrun_and_accelerate_l
         got = weights(tmp_path / to / "out")
         assert max_abs_diff(got, reference[4]) <= 1e-6, to
         assert max_abs_diff(got, reference[1]) <= 1e-5, to
+
+
+@pytest.mark.parametrize("to", ["torchrun", "accelerate"])
+def test_accumulation_in_a_train_function_gets_no_sync_around_its_forward_and_backward(to):
+    """The mnist shape with the optimizer step under `if (batch_idx + 1) % 2 == 0:`: the forward and the
+    (rewritten) backward of the other micro-batches go under the model's no_sync, by the name the train function
+    gives the model."""
+    source = SOURCE.read_text()
+    old = "        loss.backward()\n        optimizer.step()\n"
+    assert old in source
+    source = source.replace(
+        old,
+        "        (loss / 2).backward()\n        if (batch_idx + 1) % 2 == 0:\n"
+        "            optimizer.step()\n            optimizer.zero_grad()\n",
+    )
+    rewrite = migrate.to_accelerate if to == "accelerate" else migrate.to_torchrun
+    code, findings = rewrite(source, "sum.py")
+    context = "accelerator.no_sync(model)" if to == "accelerate" else "model.no_sync()"
+    backward = (
+        "accelerator.backward((loss / 2) * accelerator.num_processes)"
+        if to == "accelerate"
+        else "((loss / 2) * dist.get_world_size()).backward()"
+    )
+    assert following(
+        code,
+        f"        with {context} if not ((batch_idx + 1) % 2 == 0) else contextlib.nullcontext():",
+        "            output = model(data)",
+        "            loss = F.nll_loss(output, target, reduction='sum')  # a sum over the batch",
+    ), code
+    assert f"            {backward}" in code
+    assert "import contextlib" in code
+    compile(code, "migrated.py", "exec")

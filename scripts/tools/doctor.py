@@ -316,6 +316,16 @@ RULES = {
         "warm-up), they get gradients on every rank that are never all-reduced: each replica steps its own "
         "backbone and the copies drift apart, silently.",
     ),
+    "DDL130": (
+        "no_sync() (or accumulate()) around the backward alone, the forward outside it",
+        "put the forward and the loss inside the same `with` as the backward",
+        "6-gradient-accumulation",
+        "DDP decides in the forward whether the next backward all-reduces: a forward run outside "
+        "`model.no_sync()` has armed the all-reduce already, and the backward inside the block still "
+        "communicates (measured over gloo with a comm hook: 1 all-reduce with the backward alone inside, 0 with "
+        "both). The gradients are right; the skipped communication is not skipped. torch's no_sync and "
+        "accelerate's accumulate documentation put the forward inside.",
+    ),
     "DDL124": (
         "a validation metric logged by one rank without a reduction, while the evaluation data is sharded",
         "all_reduce the sums (and counts) first, or gather_for_metrics under Accelerate, then log",
@@ -2157,6 +2167,60 @@ class UnfrozenAfterWrap(Rule):
             self.add(thawed[0], fixable=False)
 
 
+class ForwardOutsideNoSync(Rule):
+    """DDL130: `with model.no_sync():` (`accelerator.no_sync(model)`, `accelerator.accumulate(model)`, or a name
+    bound to one of them: `context = model.no_sync() if ... else nullcontext()`) whose block calls backward()
+    and never names the model, after a call of the model (its forward) earlier in the same function."""
+
+    code = "DDL130"
+
+    def manager_model(self, expr, at):
+        if isinstance(expr, ast.IfExp):
+            return self.manager_model(expr.body, at) or self.manager_model(expr.orelse, at)
+        if isinstance(expr, ast.Name):  # `with context:`: the assignment in the same function
+            scope = self.function_of(at) or self.m.tree
+            for n in ast.walk(scope):
+                if (
+                    isinstance(n, ast.Assign)
+                    and n.lineno < at.lineno
+                    and [dotted(t) for t in n.targets] == [expr.id]
+                ):
+                    return self.manager_model(n.value, n)
+            return None
+        if not isinstance(expr, ast.Call):
+            return None
+        name = dotted(expr.func)
+        if last(name) == "no_sync" and not expr.args and isinstance(expr.func, ast.Attribute):
+            return dotted(expr.func.value) or None  # model.no_sync()
+        if name in ("accelerator.no_sync", "accelerator.accumulate") and expr.args:
+            return dotted(expr.args[0]) or None
+        return None
+
+    def visit_With(self, node):
+        for item in node.items:
+            model = self.manager_model(item.context_expr, node)
+            if not model:
+                continue
+            calls = [n for s in node.body for n in ast.walk(s) if isinstance(n, ast.Call)]
+            if not any(
+                isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls
+            ):
+                continue
+            if any(
+                isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == model
+                for s in node.body
+                for n in ast.walk(s)
+            ):
+                continue  # the forward, or a helper handed the model, may be inside
+            scope = self.function_of(node) or self.m.tree
+            if not any(  # the model called (its forward) before the block, in the same scope
+                isinstance(c, ast.Call) and dotted(c.func) == model and c.lineno < node.lineno
+                for c in ast.walk(scope)
+            ):
+                continue  # `accelerator.accumulate(models_to_accumulate)`: a list, whose forwards are not seen
+            self.add(node, fixable=False)
+
+
 TRACKERS = {
     "SummaryWriter",
     "wandb.init",
@@ -2334,6 +2398,7 @@ RULE_CLASSES = [
     HardcodedGpuCount,
     PaddedEvalSampler,
     TrackerOnEveryRank,
+    ForwardOutsideNoSync,
     UnfrozenAfterWrap,
 ]
 

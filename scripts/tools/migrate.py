@@ -904,6 +904,25 @@ def rewrite(source, path, accelerate):
             add_parameter(mig, function, main)
     if inline:
         no_sync(mig, inner, backward_stmt, model, accelerate)
+    else:  # the train function's loop over its loader, the model by the name it has there
+        named = model
+        for i, a in enumerate(train_call.args):
+            params = train_fn.params.params
+            if isinstance(a.value, cst.Name) and a.value.value == model:
+                named = (
+                    a.keyword.value
+                    if a.keyword
+                    else params[i].name.value
+                    if i < len(params)
+                    else None
+                )
+        batches = [
+            s
+            for s in statements_of(train_fn)
+            if isinstance(s, cst.For) and backward in m.findall(s, m.Call())
+        ]
+        if named and len(batches) == 1:
+            no_sync(mig, batches[0], backward_stmt, named, accelerate)
 
     # the end of main; the imports ---------------------------------------------------------------------------
     last = body[-1]
