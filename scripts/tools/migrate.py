@@ -641,6 +641,18 @@ def rewrite(source, path, accelerate):
     else:  # a ** dict beside batch_size= and shuffle= in the call cannot hold either (vae's **kwargs)
         params = factories.get(dotted(train_loader.func))
         sampler = loader_from_call(mig, train_loader, train_stmt, seed, accelerate, used, params)
+        global_batch(mig, train_loader, params, loaders)
+    drop = keyword(train_loader, "drop_last")
+    if accelerate and not (drop and m.matches(drop.value, m.Name("True"))):
+        mig.finding(
+            train_loader,
+            "MIG207",
+            "prepare() evens the last batch of an epoch: when the training set is not a multiple of the "
+            "global batch, it completes each process's last batch with samples from the epoch's start "
+            "(even_batches), so the last step trains on samples the plain script's last step does not have "
+            "(measured: 24 of 64 repeated with 1,000 samples); exact with drop_last=True, with a set that is a "
+            f"multiple of the batch, or with --to torchrun, whose sampler splits the tail evenly ({GUIDE} item A)",
+        )
     mig.insert(mig.line(train_stmt), sampler)
     mig.insert(
         mig.line(loop.body.body[0]),
@@ -727,6 +739,8 @@ def rewrite(source, path, accelerate):
                 and a.value.value in built
                 and a.value.value != train_name
             ):
+                if inline and name in READ_WHOLE:
+                    continue  # main's own loop over a test loader: whole on every process, correct
                 if name not in functions:
                     raise Refused(
                         f"line {mig.line(call)}: the loader {a.value.value} is passed to {name}(), "
@@ -736,7 +750,7 @@ def rewrite(source, path, accelerate):
                 if i >= len(params) or a.keyword:
                     raise Refused(f"{name}() takes its loader by keyword or *args: not recognised")
                 test_fns.setdefault(name, (params[i].name.value, a.value.value))
-        if module_level and name in functions and name != train_fn.name.value:
+        if module_level and name in functions and (inline or name != train_fn.name.value):
             for loader_name in built:  # vae's test(epoch) reads the global loader
                 if loader_name != train_name and loader_name in names_in(functions[name]):
                     test_fns.setdefault(name, (loader_name, loader_name))
@@ -972,7 +986,10 @@ def rewrite(source, path, accelerate):
             f"from torch.utils.data import DistributedSampler, Subset  # {GUIDE} items 4 and 7\n"
         )
     )
-    mig.insert(mig.last_line(imports[-1]) + 1, block)
+    # after the last import above the group's first line: a tutorial imports as it goes (cifar10's `import
+    # torch.optim` comes after its loaders), and `os`/`dist` must be bound before the group uses them
+    above = [s for s in imports if mig.line(s) < mig.line(first)] or imports[:1]
+    mig.insert(mig.last_line(above[-1]) + 1, block)
 
     randomness(mig, functions)
     return mig.output(), mig.findings
@@ -1316,6 +1333,9 @@ def reduce_inline_sums(mig, loop, inner, backward, accelerate, summed):
         mig.insert(mig.line(statement), text)
 
 
+# a written-out loop's test loader read in the main code itself (`for x, y in enumerate(test_loader)`,
+# `next(iter(test_loader))`): left whole, every process reads all of it and computes what the plain script does
+READ_WHOLE = {"enumerate", "iter", "len", "zip", "next"}
 # a loop left on these is left at the same step by every process: they read only the step, flags, constants
 PURE = {"len", "int", "float", "abs", "min", "max", "round", "bool", "isnan", "isinf", "isfinite"}
 
@@ -1570,6 +1590,45 @@ def loader_from_call(mig, loader, statement, seed, accelerate, used, params=None
             f"{GUIDE} item 4\n"
         )
     )
+
+
+def global_batch(mig, loader, params, loaders):
+    """MIG208: the batch size's name read anywhere else than in a DataLoader's call (`range(batch_size)` over a
+    batch's labels, `init_hidden(args.batch_size)`, `batch_size = args.batch_size * accum`): it still holds the
+    global batch, while each process's training batches now hold batch // world size. Right where it means the
+    global batch (a samples count), wrong where it stands for the size of the batch in hand: the reader decides."""
+    batch = keyword(loader, "batch_size")
+    positional = [a for a in loader.args if not a.keyword and not a.star]
+    at = params.index("batch_size") if params else 1
+    if batch is None and len(positional) > at:
+        batch = positional[at]
+    if batch is None or not isinstance(batch.value, cst.Name | cst.Attribute):
+        return
+    name = dotted(batch.value)
+    inside = {id(n) for c in loaders for n in m.findall(c, m.Name() | m.Attribute())}
+    targets = {
+        id(n) for t in m.findall(mig.module, m.AssignTarget()) for n in m.findall(t, m.Name())
+    }
+    attributes = {id(a.attr) for a in m.findall(mig.module, m.Attribute())}
+    reads = sorted(
+        {
+            mig.line(n)
+            for n in m.findall(mig.module, m.Name() | m.Attribute())
+            if dotted(n) == name
+            and id(n) not in inside | targets | attributes
+            and not (isinstance(n, cst.Name) and "." in name)
+        }
+    )
+    if reads:
+        lines = ", ".join(str(r) for r in reads)
+        mig.finding(
+            batch.value,
+            "MIG208",
+            f"{name} is read on line{'s' if len(reads) > 1 else ''} {lines} too: it still holds the global "
+            f"batch, while each process's training batches now hold {name} // world_size; right where it "
+            f"counts samples, wrong where it stands for the batch in hand (`range({name})` over a batch's "
+            f"labels: an IndexError) ({GUIDE} item 4)",
+        )
 
 
 def loader_from_dict(mig, loader, statement, loaders, seed, accelerate):
@@ -2025,6 +2084,14 @@ def save_plan(source, path):
             f"one save of a .safetensors/.pt file under a directory flag"
         )
     target = saves[0].args[1].value
+    if isinstance(target, cst.Name):  # cifar10's `PATH = './cifar_net.pth'`, bound once to a string
+        bound = [
+            a.value
+            for a in m.findall(module, m.Assign())
+            if [dotted(t.target) for t in a.targets] == [target.value]
+        ]
+        if len(bound) == 1 and isinstance(bound[0], cst.SimpleString):
+            target = bound[0]
     extra, file = [], None
     if isinstance(target, cst.SimpleString):
         file = "{out}/" + target.evaluated_value
@@ -2052,7 +2119,11 @@ def prove(script, migrated, flags, nproc, tolerance, accelerate):
     source = script.read_text()
     extra, file = save_plan(source, script)
     work = Path(tempfile.mkdtemp(prefix="migrate-prove-"))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(script.parent.resolve())}
+    # the script's folder first (its own modules), then whatever the caller's PYTHONPATH holds
+    path = os.pathsep.join(
+        p for p in (str(script.parent.resolve()), os.environ.get("PYTHONPATH")) if p
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     if (
         accelerate
