@@ -190,6 +190,24 @@ CASES = {
         "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
         "dist.init_process_group()\nif dist.get_rank() == 0:\n    writer = SummaryWriter('runs')\n",
     ),
+    "DDL132": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "model.load_state_dict(torch.load(args.resume))\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "model.load_state_dict(torch.load(args.resume, map_location=device))\n"
+        "if dist.get_rank() == 0:\n    print(torch.load('best.pt'))\n"
+        "backbone.load_state_dict(torch.load(args.pretrained))\n"
+        "if args.gpu is None:\n    ckpt = torch.load(args.resume)\n"
+        "else:\n    ckpt = torch.load(args.resume, map_location=f'cuda:{args.gpu}')\n",
+    ),
+    "DDL131": (
+        "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
+        "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"
+        "model = torch.nn.parallel.DistributedDataParallel(model)\n",
+        "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
+        "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\n"
+        "model = torch.nn.parallel.DistributedDataParallel(model)\nema = ModelEma(model.module)\n",
+    ),
     "DDL130": (
         "import contextlib\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
         "for i, (x, y) in enumerate(loader):\n    loss = F.cross_entropy(model(x), y)\n"

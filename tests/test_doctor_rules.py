@@ -479,6 +479,17 @@ PAIRS = {
         "        loss = compute_loss(model, batch)\n        accelerator.backward(loss)\n"
         "        opt.step()\n",
     ),
+    "an EMA copied before the wrap, seeded per rank; after the wrap, or seeded alike, is the same copy": (
+        "DDL131",
+        DDP_HEAD + "from timm.utils import ModelEma\nseed = args.seed + dist.get_rank()\n"
+        "torch.manual_seed(seed)\nmodel = create_model(args.model).cuda()\n"
+        "model_ema = ModelEma(model, decay=0.9999)\nmodel = DDP(model, device_ids=[args.gpu])\n"
+        + DDP_TAIL,
+        DDP_HEAD + "import copy\nfrom timm.utils import ModelEma\nseed = args.seed + dist.get_rank()\n"
+        "torch.manual_seed(args.seed)\nmodel = create_model(args.model).cuda()\n"
+        "torch.manual_seed(seed)\nteacher = copy.deepcopy(model)\nmodel = DDP(model, device_ids=[args.gpu])\n"
+        "model_ema = ModelEma(model.module, decay=0.9999)\n" + DDP_TAIL,
+    ),
     "unfrozen before the wrap, frozen after, is what DDP registers": (
         "DDL129",
         DDP_HEAD + "def build(module):\n    module.requires_grad_(False)\n    ddp = DDP(module)\n"
@@ -742,6 +753,25 @@ def test_a_collective_behind_a_helper_of_another_module_under_a_rank_check(tmp_p
     absolute = bad.replace("from . import dist_util", "from pkg import dist_util")
     assert "DDL108" in check_in_project(
         tmp_path / "c" / "p", {**pkg, "pkg/train_util.py": absolute}, "pkg/train_util.py"
+    )
+    # consistency_models' chunked load: the root broadcasts in one branch, the others in the other
+    chunked = (
+        "from mpi4py import MPI\n"
+        "def load_state_dict(path):\n"
+        "    if MPI.COMM_WORLD.Get_rank() == 0:\n        data = open(path, 'rb').read()\n"
+        "        MPI.COMM_WORLD.bcast(len(data))\n"
+        "    else:\n        n = MPI.COMM_WORLD.bcast(None)\n        data = b''\n"
+        "    return data\n"
+        "def dev():\n    if MPI.COMM_WORLD.Get_rank() == 0:\n        MPI.COMM_WORLD.bcast(1)\n"
+        "    return 'cuda'\n"
+    )
+    pkg = {"pkg/__init__.py": "", "pkg/dist_util.py": chunked}
+    assert "DDL108" in check_in_project(
+        tmp_path / "d" / "p", {**pkg, "pkg/train_util.py": bad}, "pkg/train_util.py"
+    )
+    # a broadcast in one branch only is decided by the if: not a collective on every call
+    assert "DDL108" not in check_in_project(
+        tmp_path / "e" / "p", {**pkg, "pkg/train_util.py": good}, "pkg/train_util.py"
     )
 
 

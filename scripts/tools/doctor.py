@@ -150,6 +150,15 @@ RULES = {
         "only; a checkpoint that holds an argparse.Namespace then fails to load: store vars(args) instead, or "
         "load it inside `with torch.serialization.safe_globals([argparse.Namespace]):`. (TorchFix: TOR102.)",
     ),
+    "DDL132": (
+        "torch.load without map_location on every rank of a DDP script",
+        'pass map_location=device (this process\'s device) or map_location="cpu"',
+        "12-load-safely",
+        "A checkpoint saved during GPU training holds tensors tagged with the device that saved them, cuda:0 "
+        "for rank 0's save. Without map_location every process loads them back onto that device: N copies on "
+        "GPU 0, memory it needs for its own process (an out-of-memory error at resume on a full GPU), and "
+        "tensors on another process's device until something moves them.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -315,6 +324,16 @@ RULES = {
         "those frozen then are left out of its buckets for good. Unfrozen later (a backbone trained after a "
         "warm-up), they get gradients on every rank that are never all-reduced: each replica steps its own "
         "backbone and the copies drift apart, silently.",
+    ),
+    "DDL131": (
+        "an EMA copy of the model made before the DDP wrap, in a script seeded per rank",
+        "make the EMA copy after the wrap (from model.module), or seed the model's initialization the same on "
+        "every rank",
+        "5-wrap-the-model-in-ddp",
+        "With `seed = args.seed + rank`, each process builds its model from its own random initialization; the "
+        "DDP wrap then broadcasts rank 0's weights, but a `ModelEma(model)` (a deep copy) made before the wrap "
+        "keeps each rank's own: every rank averages toward the same weights from a different start, the EMA "
+        "evaluated across ranks mixes different models, and the one rank 0 saves is not the one the others hold.",
     ),
     "DDL130": (
         "no_sync() (or accumulate()) around the backward alone, the forward outside it",
@@ -1192,6 +1211,48 @@ class UnsafeLoad(CallRule):
         only = keyword(call, "weights_only")
         if name == "torch.load" and isinstance(only, ast.Constant) and only.value is False:
             self.add(call)
+
+
+class LoadWithoutMapLocation(CallRule):
+    """DDL132: `torch.load(path)` of the run's own checkpoint (a resume, latest, last or best file) with no
+    map_location in a DDP script, outside a rank check (one process loading onto its own GPU 0 is fine), outside
+    Accelerate, and not in a branch beside one that maps."""
+
+    code = "DDL132"
+
+    def check(self, call, name, callee):
+        if (
+            name == "torch.load"
+            and self.m.distributed
+            and not self.m.uses_accelerate
+            and keyword(call, "map_location") is None
+            and len(call.args) == 1
+            and RUN_CHECKPOINT.search(ast.unparse(call.args[0]))
+            and not PRETRAINED.search(ast.unparse(call.args[0]))
+            and not self.m.guarded(call)
+            and not self.in_test(call)
+            and not self.mapped_beside(call)
+        ):
+            self.add(call, fixable=False)
+
+    def mapped_beside(self, call):
+        """`if args.gpu is None: torch.load(path)` / `else: torch.load(path, map_location=loc)`: the script
+        maps where it runs distributed (SLIP's, pytorch/examples' imagenet)."""
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, ast.If):
+                return any(
+                    isinstance(n, ast.Call)
+                    and dotted(n.func) == "torch.load"
+                    and keyword(n, "map_location") is not None
+                    for n in ast.walk(parent)
+                )
+        return False
+
+
+# what a run saved itself during GPU training (`latest.pth`, a resume or best checkpoint), not pretrained
+# weights, which are saved from the CPU and load back there
+RUN_CHECKPOINT = re.compile(r"resume|checkpoint|ckpt|latest|last|best", re.I)
+PRETRAINED = re.compile(r"pretrain|init|backbone|download|hub", re.I)
 
 
 class BackwardUnderAccelerate(CallRule):
@@ -2221,6 +2282,65 @@ class ForwardOutsideNoSync(Rule):
             self.add(node, fixable=False)
 
 
+class EmaBeforeWrap(Rule):
+    """DDL131: in one function, `torch.manual_seed(...)` of a value made from the rank, then an EMA copy of the
+    model (`ModelEma(model, ...)`, `ModelEmaV2`, `EMA(model)`, `copy.deepcopy(model)`), then the DDP wrap of the
+    same model: the copy keeps this rank's own initialization, which the wrap's broadcast replaces only in the
+    model."""
+
+    code = "DDL131"
+
+    def begin(self):
+        return bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"})
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) not in ("DistributedDataParallel", "DDP") or not node.args:
+            return
+        model = dotted(node.args[0])
+        scope = self.function_of(node) or self.m.tree
+        nodes = [n for n in ast.walk(scope) if hasattr(n, "lineno") and n.lineno < node.lineno]
+        ranked = {  # `seed = args.seed + utils.get_rank()`
+            dotted(t)
+            for n in nodes
+            if isinstance(n, ast.Assign) and RANKED_SEED.search(ast.unparse(n.value))
+            for t in n.targets
+        }
+        seeds = sorted(  # (line, seeded per rank) of every torch.manual_seed before the wrap
+            (
+                n.lineno,
+                bool(RANKED_SEED.search(ast.unparse(n.args[0])) or dotted(n.args[0]) in ranked),
+            )
+            for n in nodes
+            if isinstance(n, ast.Call) and dotted(n.func) == "torch.manual_seed" and n.args
+        )
+        if not model or not any(ranked for _, ranked in seeds):
+            return
+        built = [  # where the model got its weights: its last assignment before the copy
+            n.lineno
+            for n in nodes
+            if isinstance(n, ast.Assign)
+            and model
+            in [dotted(e) for t in n.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        ]
+        for n in nodes:
+            if not isinstance(n, ast.Call):
+                continue
+            copies = EMA_CALL.search(last(dotted(n.func))) or dotted(n.func) in (
+                "copy.deepcopy",
+                "deepcopy",
+            )
+            if not (copies and n.args and dotted(n.args[0]) == model):
+                continue
+            made = max((line for line in built if line < n.lineno), default=0)
+            before = [ranked for line, ranked in seeds if line < made]
+            if before and before[-1]:  # the weights were drawn under a per-rank seed
+                self.add(n, fixable=False)
+
+
+RANKED_SEED = re.compile(r"\b(get_rank\(\)|rank\b|local_rank\b|process_index\b)")
+EMA_CALL = re.compile(r"^(ModelEma\w*|EMA|ExponentialMovingAverage|AveragedModel)$")
+
+
 TRACKERS = {
     "SummaryWriter",
     "wandb.init",
@@ -2399,6 +2519,8 @@ RULE_CLASSES = [
     PaddedEvalSampler,
     TrackerOnEveryRank,
     ForwardOutsideNoSync,
+    EmaBeforeWrap,
+    LoadWithoutMapLocation,
     UnfrozenAfterWrap,
 ]
 
@@ -2617,7 +2739,7 @@ class Project:
     def collectives_in(module_path):
         """The top-level functions of a module that run a collective themselves on every call: a
         `dist.broadcast(...)` or `MPI.COMM_WORLD.bcast(...)` (an attribute call: a function of the module named
-        `gather` is not one) that no `if` inside the function decides on."""
+        `gather` is not one) that no `if` inside the function decides on, or one in each branch of an if/else."""
         found = set()
         for function in Project.functions_of(module_path):
             pending = [(statement, False) for statement in function.body]
@@ -2634,9 +2756,29 @@ class Project:
                     break
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                     continue
+                if (
+                    isinstance(node, ast.If)
+                    and not conditional
+                    and node.orelse
+                    and Project.collective_in(node.body)
+                    and Project.collective_in(node.orelse)
+                ):  # consistency_models' chunked bcast: the root's branch and the others' both broadcast
+                    found.add(function.name)
+                    break
                 decided = isinstance(node, (ast.If, ast.IfExp))
                 pending.extend((c, conditional or decided) for c in ast.iter_child_nodes(node))
         return frozenset(found)
+
+    @staticmethod
+    def collective_in(statements):
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in COLLECTIVES | MPI_COLLECTIVES
+            and keyword(n, "group") is None
+            for s in statements
+            for n in ast.walk(s)
+        )
 
     @staticmethod
     @functools.cache

@@ -16,6 +16,6 @@ if dist.get_rank() == 0:
     torch.save(model.state_dict(), path)
 dist.barrier()  # the file is complete before anyone reads it
 plain = torch.nn.Linear(4, 2)
-plain.load_state_dict(torch.load(path))  # the inference side: a plain model
+plain.load_state_dict(torch.load(path, map_location="cpu"))  # the inference side: a plain model
 print("DDL106 fixture: the plain model loaded", sorted(plain.state_dict()))
 dist.destroy_process_group()
