@@ -485,7 +485,8 @@ PAIRS = {
         "torch.manual_seed(seed)\nmodel = create_model(args.model).cuda()\n"
         "model_ema = ModelEma(model, decay=0.9999)\nmodel = DDP(model, device_ids=[args.gpu])\n"
         + DDP_TAIL,
-        DDP_HEAD + "import copy\nfrom timm.utils import ModelEma\nseed = args.seed + dist.get_rank()\n"
+        DDP_HEAD
+        + "import copy\nfrom timm.utils import ModelEma\nseed = args.seed + dist.get_rank()\n"
         "torch.manual_seed(args.seed)\nmodel = create_model(args.model).cuda()\n"
         "torch.manual_seed(seed)\nteacher = copy.deepcopy(model)\nmodel = DDP(model, device_ids=[args.gpu])\n"
         "model_ema = ModelEma(model.module, decay=0.9999)\n" + DDP_TAIL,
