@@ -1214,7 +1214,7 @@ class UnsafeLoad(CallRule):
 
 
 class LoadWithoutMapLocation(CallRule):
-    """DDL132: `torch.load(path)` of the run's own checkpoint (a resume, latest, last or best file) with no
+    """DDL132: a `torch.load` of the run's own checkpoint (a resume, latest, last or best file) with no
     map_location in a DDP script, outside a rank check (one process loading onto its own GPU 0 is fine), outside
     Accelerate, and not in a branch beside one that maps."""
 
@@ -1236,7 +1236,7 @@ class LoadWithoutMapLocation(CallRule):
             self.add(call, fixable=False)
 
     def mapped_beside(self, call):
-        """`if args.gpu is None: torch.load(path)` / `else: torch.load(path, map_location=loc)`: the script
+        """A load in `if args.gpu is None:` beside one given `map_location=loc` in the `else:`: the script
         maps where it runs distributed (SLIP's, pytorch/examples' imagenet)."""
         for parent in self.m.parents_of(call):
             if isinstance(parent, ast.If):
