@@ -2745,13 +2745,7 @@ class Project:
             pending = [(statement, False) for statement in function.body]
             while pending:
                 node, conditional = pending.pop()
-                if (
-                    isinstance(node, ast.Call)
-                    and not conditional
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in COLLECTIVES | MPI_COLLECTIVES
-                    and keyword(node, "group") is None
-                ):
+                if not conditional and Project.is_collective(node):
                     found.add(function.name)
                     break
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -2770,15 +2764,18 @@ class Project:
         return frozenset(found)
 
     @staticmethod
-    def collective_in(statements):
-        return any(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr in COLLECTIVES | MPI_COLLECTIVES
-            and keyword(n, "group") is None
-            for s in statements
-            for n in ast.walk(s)
+    def is_collective(node):
+        """`dist.all_reduce(...)`, `MPI.COMM_WORLD.bcast(...)`: an attribute call, on the default group."""
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in COLLECTIVES | MPI_COLLECTIVES
+            and keyword(node, "group") is None
         )
+
+    @staticmethod
+    def collective_in(statements):
+        return any(Project.is_collective(n) for s in statements for n in ast.walk(s))
 
     @staticmethod
     @functools.cache

@@ -106,6 +106,33 @@ def keyword(call, name):
     return next((a for a in call.args if a.keyword and a.keyword.value == name), None)
 
 
+def bare_model(model, accelerate):
+    """The model inside the wrapper: what saves, loads and the model's own methods use (items 11 and 16)."""
+    return f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+
+
+def passed_as(call, function, name):
+    """The parameter of `function` that `call` hands the name `name` to (by position or keyword); `name` itself
+    when the call does not pass it (a global), None when no parameter takes it."""
+    params = [p.name.value for p in function.params.params]
+    found = name
+    for i, a in enumerate(call.args):
+        if isinstance(a.value, cst.Name) and a.value.value == name:
+            found = a.keyword.value if a.keyword else params[i] if i < len(params) else None
+    return found
+
+
+def batch_arg(loader, params=None):
+    """The loader call's batch size argument: `batch_size=`, or the positional one where the function takes it
+    (DataLoader's second; a project loader's `params`)."""
+    batch = keyword(loader, "batch_size")
+    positional = [a for a in loader.args if not a.keyword and not a.star]
+    at = params.index("batch_size") if params else 1
+    if batch is None and len(positional) > at:
+        batch = positional[at]
+    return batch
+
+
 def is_sum(arg):
     return isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == "sum"
 
@@ -114,7 +141,7 @@ def project_files(path, module, depth=2):
     """The script's own modules, and theirs in turn (`depth` imports deep): where its flags may be declared
     (rung 1 -> common/entry.py -> common/flags.py)."""
     root = Path(path).resolve().parent
-    found, frontier = [], list(project_modules(path, module)[0].values())
+    found, frontier = [], list(project_modules(root, module)[0].values())
     for _ in range(depth):
         frontier = [f for f in dict.fromkeys(frontier) if f not in found]
         found += frontier
@@ -124,17 +151,16 @@ def project_files(path, module, depth=2):
                 tree = cst.parse_module(file.read_text())
             except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
                 continue
-            following += list(project_modules(root / "x.py", tree)[0].values())
+            following += list(project_modules(root, tree)[0].values())
         frontier = following
     return found
 
 
-def project_modules(path, module):
+def project_modules(here, module):
     """The script's own modules that it imports, found beside it as Python's sys.path[0] finds them, by the names
     the script calls them: `from common import data` -> {"data": common/data.py}, `import utils` -> {"utils":
     utils.py}; and functions imported by name: `from common.data import loader` -> {"loader": (data.py,
-    "loader")}."""
-    here = Path(path).resolve().parent
+    "loader")}. `here`: the script's folder."""
 
     def find(name):
         base = here.joinpath(*name.split("."))
@@ -194,7 +220,7 @@ def loader_factories(path, module):
     """Call name -> parameter names, for the functions of the script's own modules that build a DataLoader and
     take a sampler: a call of one is a DataLoader whose sampler the migration gives, as the ladder's rung 4 gives
     `data.loader` a DistributedSampler."""
-    modules, functions = project_modules(path, module)
+    modules, functions = project_modules(Path(path).resolve().parent, module)
     found = {}
     for local, file in modules.items():
         for name, params in loader_factory(parsed(file)).items():
@@ -221,10 +247,8 @@ class Migration:
         self.replaced = {}  # first line -> (last line, new text)
         self.before = {}  # line -> inserted text
         self.findings = []
-        self.uses_contextlib = (
-            False  # no_sync() on some micro-batches: contextlib.nullcontext() on the rest
-        )
-        self.unwrapped = set()  # lines whose model is unwrapped already
+        # no_sync() on some micro-batches: contextlib.nullcontext() on the rest
+        self.uses_contextlib = False
 
     # positions and text ---------------------------------------------------------------------------------------
     def line(self, node):
@@ -827,7 +851,7 @@ def rewrite(source, path, accelerate):
             )
     if inline:
         reduce_inline_sums(mig, loop, inner, backward, accelerate, bool(summed))
-        agreement(mig, loop, inner)
+        agreement(mig, loop)
     else:
         reduce_train_sums(mig, train_fn, train_call, train_name, accelerate)
 
@@ -848,7 +872,7 @@ def rewrite(source, path, accelerate):
                 f"(torch.save(model) pickles the class: {GUIDE} item 11): not rewritten"
             )
         statement = next(s for s in enclosing_statements(main) if save in m.findall(s, m.Call()))
-        unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+        unwrapped = bare_model(model, accelerate)
         bare = saved.with_changes(
             func=saved.func.with_changes(value=cst.parse_expression(unwrapped))
         )
@@ -919,17 +943,7 @@ def rewrite(source, path, accelerate):
     if inline:
         no_sync(mig, inner, backward_stmt, model, accelerate)
     else:  # the train function's loop over its loader, the model by the name it has there
-        named = model
-        for i, a in enumerate(train_call.args):
-            params = train_fn.params.params
-            if isinstance(a.value, cst.Name) and a.value.value == model:
-                named = (
-                    a.keyword.value
-                    if a.keyword
-                    else params[i].name.value
-                    if i < len(params)
-                    else None
-                )
+        named = passed_as(train_call, train_fn, model)
         batches = [
             s
             for s in statements_of(train_fn)
@@ -1052,7 +1066,7 @@ class UnwrapArgs(cst.CSTTransformer):
 def unwrap_loads(mig, main, model, model_stmt, accelerate):
     """The model handed to a call that loads or resumes into it (`checkpoint.resume(args, model, ...)`): the bare
     model, whose state_dict's keys are the plain script's."""
-    unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+    unwrapped = bare_model(model, accelerate)
     after = mig.last_line(model_stmt)
     for statement in enclosing_statements(main):
         if mig.line(statement) <= after or mig.line(statement) in mig.replaced:
@@ -1071,7 +1085,7 @@ def guard_writes(
 ):
     """A file every process would write (`save_image(...)`, `plt.savefig(...)`, a `checkpoint.save(...)` of the
     project's own, on a line of its own): rank 0 writes it, from the bare model."""
-    unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+    unwrapped = bare_model(model, accelerate)
     for statement in enclosing_statements(mig.module):
         calls = [c for c in m.findall(statement, m.Call()) if last_name(c.func) in WRITES]
         own = (
@@ -1090,7 +1104,6 @@ def guard_writes(
             if fixer.count:
                 why = f"the bare model: {GUIDE} item 11"
                 mig.replace(statement, mig.render(changed, why, mig.indent(statement)))
-                mig.unwrapped.add(mig.line(statement))
         in_main = statement in enclosing_statements(main)
         owner = next((f for f in functions.values() if statement in enclosing_statements(f)), None)
         called = {dotted(c.func) for c in m.findall(main, m.Call())}
@@ -1135,7 +1148,7 @@ def unwrap_uses(mig, model, model_stmt, body, functions, accelerate, reached=Non
     """The model's own methods and attributes (vae's `model.decode(z)`, item 16) go through the unwrapped
     model, in the functions and in the main code after the wrap, until the name is bound again. `reached`: the
     functions that have an Accelerator to unwrap with (a main()'s train and test functions, which take it)."""
-    unwrapped = f"accelerator.unwrap_model({model})" if accelerate else f"{model}.module"
+    unwrapped = bare_model(model, accelerate)
     statements = [s for f in functions.values() for s in enclosing_statements(f)]
     for s in body[body.index(model_stmt) + 1 :]:
         found = assignment(s)
@@ -1181,11 +1194,7 @@ def reduce_train_sums(mig, train_fn, train_call, train_name, accelerate):
     """Sums the train function adds up over its loader and reads after the loop, divided by the whole set's
     size (vae's `train_loss / len(train_loader.dataset)`): all-reduced before they are read. A sum read
     otherwise (a mean of per-batch means) stays this process's: a finding."""
-    params = [p.name.value for p in train_fn.params.params]
-    loader = train_name  # read as a global, or passed:
-    for i, a in enumerate(train_call.args):
-        if isinstance(a.value, cst.Name) and a.value.value == train_name:
-            loader = a.keyword.value if a.keyword else params[i] if i < len(params) else None
+    loader = passed_as(train_call, train_fn, train_name)  # read as a global, or passed
     if loader is None:
         return
     body = statements_of(train_fn)
@@ -1304,7 +1313,7 @@ def reduce_inline_sums(mig, loop, inner, backward, accelerate, summed):
             continue
         statement = reading[0]
         # a sum of the loss's means (divided by accum at most): the mean over processes is the plain sum
-        allowed = losses | {"detach", "item", "float"} | (names_in(loss) if loss else set())
+        allowed = losses | {"detach", "item", "float"}
         means = not summed and all(names_in(a.value) <= allowed for a in adds)
         if not means:
             mig.finding(
@@ -1340,7 +1349,7 @@ READ_WHOLE = {"enumerate", "iter", "len", "zip", "next"}
 PURE = {"len", "int", "float", "abs", "min", "max", "round", "bool", "isnan", "isinf", "isfinite"}
 
 
-def agreement(mig, loop, inner):
+def agreement(mig, loop):
     """A `break` (or return) out of the training loops on a condition each process decides alone
     (`preempted.stop_now(step)`, a file's existence, a clock): one process leaves while the others wait in the
     next all-reduce. The migration cannot agree on it for the script: a finding (item 17)."""
@@ -1503,11 +1512,7 @@ def with_sampler(args, closing):
 def loader_from_call(mig, loader, statement, seed, accelerate, used, params=None):
     """`DataLoader(ds, batch_size=B, shuffle=S)`: the batch divided, the sampler given S; the lines that go
     before the loader are returned."""
-    batch = keyword(loader, "batch_size")
-    positional = [a for a in loader.args if not a.keyword and not a.star]
-    at = params.index("batch_size") if params else 1  # DataLoader(dataset, batch_size, ...)
-    if batch is None and len(positional) > at:
-        batch = positional[at]
+    batch = batch_arg(loader, params)
     if batch is None:
         raise Refused(
             f"line {mig.line(loader)}: the training DataLoader has no batch_size: nothing to divide"
@@ -1597,11 +1602,7 @@ def global_batch(mig, loader, params, loaders):
     batch's labels, `init_hidden(args.batch_size)`, `batch_size = args.batch_size * accum`): it still holds the
     global batch, while each process's training batches now hold batch // world size. Right where it means the
     global batch (a samples count), wrong where it stands for the size of the batch in hand: the reader decides."""
-    batch = keyword(loader, "batch_size")
-    positional = [a for a in loader.args if not a.keyword and not a.star]
-    at = params.index("batch_size") if params else 1
-    if batch is None and len(positional) > at:
-        batch = positional[at]
+    batch = batch_arg(loader, params)
     if batch is None or not isinstance(batch.value, cst.Name | cst.Attribute):
         return
     name = dotted(batch.value)
