@@ -200,6 +200,38 @@ CASES = {
         "if args.gpu is None:\n    ckpt = torch.load(args.resume)\n"
         "else:\n    ckpt = torch.load(args.resume, map_location=f'cuda:{args.gpu}')\n",
     ),
+    "DDL133": (
+        "import torch.distributed as dist\ndef init_distributed():\n    try:\n"
+        "        dist.init_process_group('nccl')\n    except Exception as e:\n"
+        "        print(f'distributed training not available {e}')\n        return 1, 0\n"
+        "    return dist.get_world_size(), dist.get_rank()\n",
+        "import sys\nimport torch.distributed as dist\ndef init_distributed():\n    try:\n"
+        "        dist.init_process_group('nccl')\n    except Exception as e:\n"
+        "        print(f'error: cannot join the process group: {e}')\n        sys.exit(2)\n"
+        "    try:\n        dist.init_process_group('gloo')\n    except RuntimeError:\n"
+        "        log.exception('init')\n        raise\n"
+        "    try:\n        dist.init_process_group('gloo')\n    except KeyError:\n        pass\n"
+        "    return dist.get_world_size(), dist.get_rank()\n",
+    ),
+    "DDL134": (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "for x, y in loader:\n    with torch.autocast('cuda'):\n        loss = model(x, y)\n"
+        "        if torch.isnan(loss):\n            continue\n    loss.backward()\n    opt.step()\n",
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "for x, y in loader:\n    loss = model(x, y)\n    bad = (~torch.isfinite(loss)).float()\n"
+        "    dist.all_reduce(bad, op=dist.ReduceOp.MAX)\n    if bad.item():\n        continue\n"
+        "    loss.backward()\n    opt.step()\n"
+        "for x in val_loader:\n    if torch.isnan(x).any():\n        continue\n    print(model(x))\n",
+    ),
+    "DDL135": (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor epoch in range(9):\n    train(model)\n"
+        "    if dist.get_rank() == 0:\n        scheduler.step()\n        save(model)\n",
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor epoch in range(9):\n    train(model)\n    scheduler.step()\n"
+        "    if dist.get_rank() == 0:\n        save(model)\n        print(scheduler.get_last_lr())\n",
+    ),
     "DDL131": (
         "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
         "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"

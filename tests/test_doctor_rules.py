@@ -800,3 +800,86 @@ def test_a_write_behind_a_helper_of_another_module_on_every_rank(tmp_path):
     assert "DDL107" not in check_in_project(
         tmp_path / "b" / "p", {**project, "train.py": good}, "train.py"
     )
+
+
+UTILS = (  # msn's and jepa's init_distributed, a save helper, a dataset caching its features
+    "import torch\nimport torch.distributed as dist\n"
+    "def init_distributed():\n    try:\n        dist.init_process_group('nccl')\n"
+    "    except Exception as e:\n        print(f'distributed training not available {e}')\n"
+    "        return 1, 0\n    return dist.get_world_size(), dist.get_rank()\n"
+    "def save_last(model, args):\n    torch.save(model.state_dict(), 'last.pt')\n"
+    "def save_if_asked(model, args):\n    if args.should_save:\n"
+    "        torch.save(model.state_dict(), 'last.pt')\n"
+    "class Features(torch.utils.data.Dataset):\n    def __getitem__(self, i):\n"
+    "        torch.save(self.compute(i), 'cache.pt')\n        return self.items[i]\n"
+)
+
+
+def test_a_mistake_one_call_away_is_reported_at_the_call_with_where_it_is(tmp_path):
+    main = (
+        DDP_HEAD
+        + "from engine import train_one_epoch\nfrom utils import init_distributed, save_last\n"
+        "world_size, rank = init_distributed()\nmodel = DDP(net)\n"
+        "train_one_epoch(model, loader, optimizer, 4)\nsave_last(model, args)\n" + DDP_TAIL
+    )
+    files = {"engine.py": ENGINE, "utils.py": UTILS, "main.py": main}
+    found = doctor.check_source(main, str(write_project(tmp_path / "a", files)), neighbours=True)
+    reached = {(f.code, f.via) for f in found if f.via}
+    assert reached == {
+        ("DDL133", "utils.py:5"),
+        ("DDL119", "engine.py:5"),
+        ("DDL107", "utils.py:11"),
+    }
+    line = next(str(f) for f in found if f.code == "DDL119")
+    assert "(in engine.py:5, which this call runs)" in line
+    assert all(not f.fixable for f in found if f.via)  # reported, never rewritten in another module
+
+
+def test_a_call_some_ranks_make_or_a_plain_script_reaches_no_finding(tmp_path):
+    # the write under a rank check, a rank flag the callee reads, a dataset's per-sample cache, a
+    # one-process mode the script asserts off when distributed, and a script that is not distributed
+    guarded = (
+        DDP_HEAD + "from utils import save_last, save_if_asked, Features\nmodel = DDP(net)\n"
+        "args.should_save = args.out is not None and dist.get_rank() == 0\n"
+        "if dist.get_rank() == 0:\n    save_last(model, args)\nsave_if_asked(model, args)\n"
+        "data = Features()\n"
+        "if int(os.environ.get('LOCAL_RANK', -1)) != -1:\n    assert not args.evolve\n"
+        "if not args.evolve:\n    print('train')\nelse:\n    save_last(model, args)\n" + DDP_TAIL
+    )
+    plain = (
+        "import torch\nfrom engine import train_one_epoch\ntrain_one_epoch(net, loader, opt, 4)\n"
+    )
+    files = {"engine.py": ENGINE, "utils.py": UTILS}
+    for name, text in (("guarded", guarded), ("plain", plain)):
+        path = write_project(tmp_path / name, {**files, "main.py": text})
+        found = doctor.check_source(text, str(path), neighbours=True)
+        assert [f.code for f in found] == [], name
+    # a retried init is not swallowed: the loop gives up by raising
+    retried = UTILS.replace("    try:\n", "    for attempt in range(3):\n      try:\n", 1)
+    assert "DDL133" not in [
+        f.code for f in doctor.check_source(retried.replace("\n    except", "\n      except"))
+    ]
+
+
+def write_project(tmp_path, files):
+    """The files of a small project written to tmp_path; the path of its main.py."""
+    for file, text in files.items():
+        (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / file).write_text(text)
+    return tmp_path / "main.py"
+
+
+def test_a_collective_after_rank_zero_alone_went_on_is_reached_by_rank_zero_alone():
+    bad = (
+        ACCELERATE_HEAD
+        + "def save(path):\n    if not accelerator.is_main_process:\n        return\n"
+        "    torch.save(state, path)\n    accelerator.wait_for_everyone()\n"
+    )
+    good = (
+        ACCELERATE_HEAD + "def save(path):\n    accelerator.wait_for_everyone()\n"
+        "    if not accelerator.is_main_process:\n        return\n    torch.save(state, path)\n"
+        "def evaluate(args):\n    if not args.fsdp_eval and not accelerator.is_main_process:\n"
+        "        return\n    if args.fsdp_eval:\n        accelerator.wait_for_everyone()\n"
+    )
+    assert [f.code for f in doctor.check_source(bad)] == ["DDL108"]
+    assert [f.code for f in doctor.check_source(good)] == []

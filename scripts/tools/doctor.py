@@ -159,6 +159,32 @@ RULES = {
         "GPU 0, memory it needs for its own process (an out-of-memory error at resume on a full GPU), and "
         "tensors on another process's device until something moves them.",
     ),
+    "DDL133": (
+        "init_process_group's failure caught and the run carried on as one process",
+        "let the error end the run (re-raise it after logging), or fall back only where no launcher set WORLD_SIZE",
+        "2-join-the-process-group",
+        "A process group that fails to form (a wrong MASTER_ADDR, a port in use, a NCCL error) then raises in "
+        "every process. Caught and turned into world size 1 and rank 0, each process goes on as a whole run of "
+        "its own: N unconnected copies train on the full data, each believes it is the main process, and all "
+        "write the same checkpoint and logs. The launcher reports success.",
+    ),
+    "DDL134": (
+        "a batch skipped on a condition one process decides alone (a NaN or inf loss) before the backward",
+        "all_reduce the condition first (every rank skips or none does), or zero the loss and step",
+        "17-decisions-driven-by-a-metric",
+        "Under DDP every backward joins an all-reduce of the gradients. A process that skips its batch on its own "
+        "non-finite loss (`if torch.isnan(loss): continue`) misses that all-reduce while the others wait in it: "
+        "the job hangs until NCCL's timeout, or the next batch's gradients are averaged with this one's. Agree "
+        "first: all_reduce the flag (MAX) so that every process skips together.",
+    ),
+    "DDL135": (
+        "an optimizer or scheduler stepped under a rank check in a DDP script",
+        "step on every rank: each process holds its own optimizer and scheduler",
+        "9-lr-schedulers",
+        "Each DDP process holds a full copy of the optimizer and the scheduler. Stepped on rank 0 only, rank 0's "
+        "weights or learning rate move and the others' stay: the replicas drift apart silently (DDP only "
+        "averages gradients, it never re-syncs the weights).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -367,12 +393,13 @@ class Finding:
     # whether --fix rewrites it: False for the rules it does not fix, and where the rewrite would change what
     # some path through the program does (reported only)
     fixable: bool = field(default=True, compare=False)
+    # where the mistake is when the call at this line reaches it in another module: "engine.py:48"
+    via: str = field(default="", compare=False)
 
     def __str__(self):
         what, fix, anchor, _ = RULES[self.code]
-        return (
-            f"{self.path}:{self.line}:{self.col + 1}: {self.code} {what}: {fix} ({GUIDE}#{anchor})"
-        )
+        where = doctor_output.reached(self)
+        return f"{self.path}:{self.line}:{self.col + 1}: {self.code} {what}{where}: {fix} ({GUIDE}#{anchor})"
 
 
 def dotted(node):
@@ -528,6 +555,9 @@ class Checker:
             Project()
         )  # what the neighbouring modules say: check_source sets it from the path
         self.wrapped = set()  # names bound to a DDP / DataParallel / prepared model
+        self.handed_ddp = (
+            False  # a DDP script's call reaches this module's functions (one_call_away)
+        )
         self.samplers = set()  # names bound to a DistributedSampler
         self.prepared_schedulers = set()
         self.set_epoch_called = "set_epoch" in names or any(
@@ -628,7 +658,13 @@ class Checker:
                 FILE_WRITERS[name]
             ]  # np.save(path, a), fig.savefig(path), save_image(x, path)
             return None if self.parameter_path(call, path) else path
-        if callee in ("write_text", "write_bytes") and isinstance(call.func, ast.Attribute):
+        if (
+            callee in ("write_text", "write_bytes")
+            and isinstance(call.func, ast.Attribute)
+            and not hasattr(
+                call.func.value, "qualified_from"
+            )  # atomic.write_text(path, text): a module's
+        ):
             path = call.func.value  # Path(out, "args.json").write_text(...)
             return None if self.parameter_path(call, path) else path
         if (
@@ -639,19 +675,23 @@ class Checker:
             return None if self.parameter_path(call, call.args[0]) else call.args[0]
         if name in DUMPS and len(call.args) > 1:
             opened = call.args[1]  # json.dump(x, open(path, "w")): the handle opened in the call
+            path = None
             if isinstance(opened, ast.Call) and dotted(opened.func) == "open" and opened.args:
-                return opened.args[0]
+                path = opened.args[0]
             handle = dotted(call.args[1])
-            for parent in self.parents_of(call):
+            for parent in [] if path is not None else self.parents_of(call):
+                if path is not None:
+                    break
                 for item in getattr(parent, "items", []) if isinstance(parent, ast.With) else []:
                     opened = item.context_expr
                     if dotted(item.optional_vars) != handle or not isinstance(opened, ast.Call):
                         continue
                     if dotted(opened.func) == "open" and opened.args:
-                        return opened.args[0]  # with open(path, "w") as f
-                    if isinstance(opened.func, ast.Attribute) and opened.func.attr == "open":
-                        return opened.func.value  # with path.open("w") as f
-            return None  # a handle from elsewhere: where it writes is not known here
+                        path = opened.args[0]  # with open(path, "w") as f
+                    elif isinstance(opened.func, ast.Attribute) and opened.func.attr == "open":
+                        path = opened.func.value  # with path.open("w") as f
+            # None: a handle from elsewhere (where it writes is not known here), or a path the caller picks
+            return None if path is None or self.parameter_path(call, path) else path
         return None
 
     def in_memory(self, call, path):
@@ -795,7 +835,10 @@ class Checker:
 
     def guarded(self, node, seen=()):
         """Under a rank check, or in a function of this module whose every call is (recursively): the
-        pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves."""
+        pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves. Or in a
+        branch the script asserts never runs distributed."""
+        if self.never_distributed(node):
+            return True
         child = node
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and self.picks_ranks(parent.test):
@@ -840,6 +883,56 @@ class Checker:
                 if not calls or parent.name in seen:
                     return False
                 return all(self.guarded(call, (*seen, parent.name)) for call in calls)
+        return False
+
+    def after_early_exit(self, node):
+        """Whether an `if not is_main: return` (or `continue`) comes before `node` in its function: what
+        follows runs on the selected ranks only (imagen-pytorch's save(), whose barrier the others never reach)."""
+
+        def exits(
+            statement,
+        ):  # not `if not fsdp_eval and not is_rank0: return`: the exit has a second say
+            return returns_unless(statement) and not (
+                isinstance(statement.test, ast.BoolOp) and isinstance(statement.test.op, ast.And)
+            )
+
+        child = node
+        for parent in self.parents_of(node):
+            if isinstance(child, ast.stmt) and any(map(exits, siblings(self, child)[0])):
+                return True
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return False
+            child = parent
+        return False
+
+    @functools.cached_property
+    def off_when_distributed(self):
+        """Flags the script asserts false when distributed: `if LOCAL_RANK != -1: assert not opt.evolve`
+        (yolov5's and yolov9's hyperparameter evolution runs in one process)."""
+        return {
+            ast.unparse(n.test.operand)
+            for n in self.nodes
+            if isinstance(n, ast.Assert)
+            and isinstance(n.test, ast.UnaryOp)
+            and isinstance(n.test.op, ast.Not)
+            and any(
+                isinstance(p, ast.If)
+                and re.search(r"rank|world_size|distributed|ddp", ast.unparse(p.test), re.I)
+                for p in self.parents_of(n)
+            )
+        }
+
+    def never_distributed(self, node):
+        """Whether `node` sits in a branch that only a flag asserted off when distributed leads to."""
+        child = node
+        for parent in self.parents_of(node):
+            if isinstance(parent, ast.If):
+                test, taken = parent.test, child not in parent.orelse
+                if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                    test, taken = test.operand, not taken
+                if taken and ast.unparse(test) in self.off_when_distributed:
+                    return True
+            child = parent
         return False
 
     @functools.cached_property
@@ -1200,6 +1293,16 @@ class CollectiveUnderRankCheck(CallRule):
                 self.add(call)
         elif name in self.m.project.collective_helpers and self.rank_check(call) is not None:
             self.add(call)  # a function of another module of the project that runs a collective
+        else:
+            return
+        if (
+            self.rank_check(call) is None
+            and self.m.after_early_exit(call)
+            and (
+                callee not in BARRIERS or name.startswith(("dist.", "torch.distributed.", "accel"))
+            )
+        ):
+            self.add(call)  # `if not is_main: return` earlier in the function: the rest is rank 0's
 
 
 class UnsafeLoad(CallRule):
@@ -1247,6 +1350,120 @@ class LoadWithoutMapLocation(CallRule):
                     for n in ast.walk(parent)
                 )
         return False
+
+
+class SwallowedInit(CallRule):
+    """DDL133: `init_process_group(...)` in the body of a `try` whose handler catches everything (bare,
+    Exception, BaseException, RuntimeError, ValueError) and neither raises nor exits: the failure becomes a
+    one-process run (msn's and jepa's `init_distributed`). Not a retry loop's try."""
+
+    code = "DDL133"
+    BROAD = {"Exception", "BaseException", "RuntimeError", "ValueError", "DistBackendError"}
+    ENDS = {"exit", "_exit", "quit", "abort"}
+
+    def check(self, call, name, callee):
+        if callee != "init_process_group":
+            return
+        child = call
+        for parent in self.m.parents_of(call):
+            if isinstance(
+                parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+            ):
+                return
+            if isinstance(parent, ast.Try) and child in parent.body:
+                retried = (
+                    self.innermost_loop(parent) is not None
+                )  # jukebox's: try again, then raise
+                if not retried and any(self.swallows(h) for h in parent.handlers):
+                    self.add(call, fixable=False)
+                return
+            child = parent
+
+    def swallows(self, handler):
+        caught = handler.type
+        names = (
+            [last(dotted(e)) for e in caught.elts]
+            if isinstance(caught, ast.Tuple)
+            else [last(dotted(caught))]
+            if caught is not None
+            else ["BaseException"]
+        )
+        if not set(names) & self.BROAD:
+            return False
+        return not any(
+            isinstance(n, ast.Raise)
+            or isinstance(n, ast.Call)
+            and last(dotted(n.func)) in self.ENDS
+            for statement in handler.body
+            for n in ast.walk(statement)
+        )
+
+
+class SkipOnLocalCondition(Rule):
+    """DDL134: `if torch.isnan(loss): continue` (isinf, isfinite, math.isnan: a non-finite value) in a loop
+    whose backward or optimizer step comes after it, in a DDP or Accelerate script, where nothing in the
+    test was all-reduced: one process skips the all-reduce the others wait in (open_flamingo's per-rank NaN
+    check between two backwards)."""
+
+    code = "DDL134"
+    NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
+
+    def begin(self):
+        names = set(self.m.calls)
+        return bool(
+            names & {"DistributedDataParallel", "DDP"}
+            or self.m.uses_accelerate
+            or self.m.handed_ddp
+            or self.m.project.wrapped_by_importer
+        )
+
+    def visit_If(self, node):
+        if not any(isinstance(s, (ast.Continue, ast.Break)) for s in node.body):
+            return
+        loop = self.innermost_loop(node)
+        if not self.NON_FINITE.search(ast.unparse(node.test)) or loop is None:
+            return
+        after, child = (
+            [],
+            node,
+        )  # what the rest of this pass of the loop runs, out to the loop's body
+        while child is not loop:
+            after += siblings(self.m, child)[1]
+            child = self.m.parent[child]
+        if not (backward_in(after) or steps_in(after)):
+            return
+        function = self.function_of(node) or self.m.tree
+        tested = {
+            dotted(n) for n in ast.walk(node.test) if isinstance(n, (ast.Name, ast.Attribute))
+        }
+        agreed = any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func))
+            in ("all_reduce", "reduce", "gather", "all_gather", "broadcast")
+            and any(dotted(a) in tested for a in n.args)
+            for n in ast.walk(function)
+        )
+        if not agreed:
+            self.add(node, fixable=False)
+
+
+class StepUnderRankCheck(CallRule):
+    """DDL135: `optimizer.step()` or `scheduler.step()` under a rank check (or after rank 0's early return) in
+    a script that wraps its model in DDP: each process steps its own copy, so one stepping alone drifts."""
+
+    code = "DDL135"
+
+    def begin(self):
+        return bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"}) or self.m.handed_ddp
+
+    def check(self, call, name, callee):
+        if callee != "step" or not isinstance(call.func, ast.Attribute):
+            return
+        owner = ast.unparse(call.func.value).lower()
+        if not (is_step(call) or re.search(r"sched|lr_", owner)):
+            return
+        if self.rank_check(call) is not None or self.m.after_early_exit(call):
+            self.add(call, fixable=False)
 
 
 # what a run saved itself during GPU training (`latest.pth`, a resume or best checkpoint), not pretrained
@@ -1577,7 +1794,11 @@ class AccumulationWithoutNoSync(Rule):
                 for n in self.m.nodes
             )
         )
-        if not wraps and any("fsdp" in w.lower() or w == "fully_shard" for w in names | words):
+        if (
+            not wraps
+            and not self.m.handed_ddp
+            and any("fsdp" in w.lower() or w == "fully_shard" for w in names | words)
+        ):
             return (
                 False  # FSDP alone: accumulating without no_sync is its memory trade, not a waste
             )
@@ -1586,6 +1807,7 @@ class AccumulationWithoutNoSync(Rule):
             or names & {"get_world_size", "get_rank", "is_dist_avail_and_initialized"}
             or "model_without_ddp" in words
             or self.m.project.wrapped_by_importer  # main.py wraps and imports this engine.py
+            or self.m.handed_ddp  # a DDP script calls this module's function
         )
         self.wrapped_here = wraps
         return bool(
@@ -2522,6 +2744,9 @@ RULE_CLASSES = [
     EmaBeforeWrap,
     LoadWithoutMapLocation,
     UnfrozenAfterWrap,
+    SwallowedInit,
+    SkipOnLocalCondition,
+    StepUnderRankCheck,
 ]
 
 
@@ -2619,6 +2844,8 @@ class Project:
         self.wrapped_by_importer = False
         # qualified call names: "improved_diffusion.dist_util.load_state_dict", "utils.general.yaml_save"
         self.collective_helpers, self.writer_helpers = set(), set()
+        # qualified call name -> (module path, top-level function or class): what a call of this file runs
+        self.defined = {}
         if path is None or tree is None or not Path(path).is_file():
             return
         here = Path(path).resolve()
@@ -2654,6 +2881,8 @@ class Project:
                     if source is not None and source != here:
                         name = alias.asname or alias.name
                         qualified = name if node.level else f"{module}.{alias.name}"
+                        if alias.name in self.spans(source):
+                            self.defined[qualified] = (source, alias.name)
                         if alias.name in self.collectives_in(source):
                             self.collective_helpers.add(qualified)
                         if alias.name in self.writers_in(source):
@@ -2665,6 +2894,8 @@ class Project:
                         self.helpers_of(target, alias.name)
 
     def helpers_of(self, module_path, prefix):
+        for name in self.spans(module_path):
+            self.defined[f"{prefix}.{name}"] = (module_path, name)
         for function in self.collectives_in(module_path):
             self.collective_helpers.add(f"{prefix}.{function}")
         for function in self.writers_in(module_path):
@@ -2697,6 +2928,39 @@ class Project:
 
     @staticmethod
     @functools.cache
+    def spans(module_path):
+        """A module's top-level functions and classes: name -> (first line, decorators included; last line)."""
+        try:
+            tree = ast.parse(Project.text(module_path))
+        except (SyntaxError, ValueError):
+            return {}
+        return {
+            d.name: (min([d.lineno] + [x.lineno for x in d.decorator_list]), d.end_lineno)
+            for d in tree.body
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+
+    @staticmethod
+    @functools.cache
+    def datasets(module_path):
+        """A module's top-level classes with a `__getitem__` or `__iter__`: datasets, whose per-sample writes
+        (a cached spectrogram) each process makes for the samples its sampler gives it."""
+        try:
+            tree = ast.parse(Project.text(module_path))
+        except (SyntaxError, ValueError):
+            return frozenset()
+        return frozenset(
+            c.name
+            for c in tree.body
+            if isinstance(c, ast.ClassDef)
+            and any(
+                isinstance(f, ast.FunctionDef) and f.name in ("__getitem__", "__iter__")
+                for f in c.body
+            )
+        )
+
+    @staticmethod
+    @functools.cache
     def writers_in(module_path):
         """The top-level functions of a module that write a file named by one of their parameters on every
         call (yolov5's `yaml_save(file, data)`, a `save_model(args, model, ...)` that torch.saves under
@@ -2726,7 +2990,14 @@ class Project:
                 )
                 if name == "save" and not dotted(n.func).startswith("torch"):
                     writes = False  # img.save, a logger's save: not known
-                named = [n.func.value] if name in ("write_text", "write_bytes") else n.args
+                # the path's argument, not the object written: `torch.save(model.state_dict(), "last.pt")`
+                # in `def save_last(model)` writes one fixed file, not one its caller names
+                if name in ("write_text", "write_bytes"):
+                    named = [n.func.value]
+                elif name in ("save", "dump", "safe_dump", "save_image"):
+                    named = n.args[1:2] + [k.value for k in n.keywords if k.arg == "f"]
+                else:
+                    named = n.args[:1]
                 if writes and any(
                     isinstance(x, ast.Name) and x.id in given for a in named for x in ast.walk(a)
                 ):
@@ -2812,14 +3083,107 @@ class Project:
         return tuple(found[: Project.MAX_NEIGHBOURS])
 
 
-def check_source(source, path="<string>", neighbours=False):
+# The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
+# every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
+REACHED = {
+    "DDL134",
+    "DDL135",
+    "DDL107",
+    "DDL108",
+    "DDL110",
+    "DDL117",
+    "DDL119",
+    "DDL121",
+    "DDL123",
+    "DDL128",
+    "DDL130",
+    "DDL131",
+    "DDL132",
+    "DDL133",
+}
+# a write or a tracker reached through a call that only some ranks make is theirs to make
+GUARDABLE = {"DDL107", "DDL128", "DDL132"}
+
+
+def one_call_away(checker):
+    """The mistakes in the functions and classes of the project's other modules that this module calls, each
+    reported at its call (the first, where there are several), with where it is: `train_one_epoch(model, ...)`
+    whose accumulation in engine.py never uses no_sync, `init_distributed()` in utils.py that swallows the
+    process group's failure. The callee's module is checked as run from a distributed script, and, where this
+    module wraps its model, as handed the wrapped one. One call deep: what the callee calls in turn is not
+    followed."""
+    context = (
+        bool(set(checker.calls) & {"DistributedDataParallel", "DDP"}),
+        checker.uses_accelerate,
+        frozenset(
+            checker.rank_flags
+        ),  # `args.should_save = ... and is_master(args)`, read in the callee
+    )
+    seen, found = set(), []
+    for call in checker.nodes:
+        if not isinstance(call, ast.Call):
+            continue
+        target = checker.project.defined.get(dotted(call.func))
+        if target is None or checker.never_distributed(call):
+            continue
+        module, name = target
+        first, end = Project.spans(module)[name]
+        dataset = name in Project.datasets(module)
+        guarded = None
+        for f in findings_when_called(module, *context):
+            if (
+                f.code not in REACHED
+                or not first <= f.line <= end
+                or (module, f.line, f.code) in seen
+            ):
+                continue
+            if dataset and f.code == "DDL107":
+                continue  # a dataset's per-sample cache file: the sampler gives each sample to one process
+            if f.code in GUARDABLE:
+                guarded = checker.guarded(call) if guarded is None else guarded
+                if guarded:
+                    continue
+            seen.add((module, f.line, f.code))
+            where = os.path.relpath(module, Path(checker.path).resolve().parent)
+            found.append(
+                Finding(
+                    checker.path, call.lineno, call.col_offset, f.code, False, f"{where}:{f.line}"
+                )
+            )
+    return found
+
+
+@functools.cache
+def findings_when_called(module, ddp, accelerate, rank_flags):
+    """Another module's findings, checked as a distributed script's callee (see one_call_away): `ddp`, the
+    caller wraps its model in DDP; `accelerate`, it prepares it with Accelerate; `rank_flags`, the caller's
+    names bound to a rank test."""
+    try:
+        source = read_source(str(module)).text
+        return check_source(
+            source, str(module), neighbours=True, called=(ddp, accelerate, rank_flags)
+        )
+    except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError):
+        return []
+
+
+def check_source(source, path="<string>", neighbours=False, called=None):
     """The findings in one file's source, sorted by position. Raises SyntaxError for code that does not parse.
-    `neighbours`: read what the modules beside `path` say of it (Project); otherwise the file alone."""
+    `neighbours`: read what the modules beside `path` say of it (Project), and carry back the mistakes of the
+    other modules' functions it calls (one_call_away); otherwise the file alone. `called`: (wraps in DDP,
+    uses Accelerate) of the distributed script whose call reaches this module."""
     tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
+    if called is not None:
+        checker.distributed = True
+        checker.handed_ddp = called[0]
+        checker.uses_accelerate = checker.uses_accelerate or called[1]
+        checker.rank_flags = checker.rank_flags | called[2]
     if neighbours:
         checker.project = Project(path, tree)
     run_rules(checker)
+    if neighbours and called is None and checker.distributed:
+        checker.found += one_call_away(checker)
     lines = physical_lines(source)
 
     def suppressed(finding):  # a noqa comment, bare or with codes, on the finding's line
@@ -2830,8 +3194,11 @@ def check_source(source, path="<string>", neighbours=False):
             r"[,\s]+", match.group("codes").upper()
         )  # as ruff: exact codes
 
+    # one finding a place and code; where a call's finding also says where the mistake is, that one
+    unique = {f: f for f in checker.found if not f.via}
+    unique.update({f: f for f in checker.found if f.via})
     return sorted(
-        {f for f in checker.found if not suppressed(f)}, key=lambda f: (f.line, f.col, f.code)
+        (f for f in unique.values() if not suppressed(f)), key=lambda f: (f.line, f.col, f.code)
     )
 
 

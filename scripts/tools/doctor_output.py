@@ -38,7 +38,8 @@ def render(findings, rules, guide, output_format, version):
                 "line": f.line,
                 "column": f.col + 1,
                 "code": f.code,
-                "message": rules[f.code][0],
+                "message": rules[f.code][0] + reached(f),
+                "via": f.via or None,
                 "fix": rules[f.code][1],
                 "guide": f"{guide}#{rules[f.code][2]}",
                 "fixable": f.fixable,
@@ -47,6 +48,11 @@ def render(findings, rules, guide, output_format, version):
         ]
         return json.dumps(rows, indent=2) + "\n"
     return json.dumps(sarif(findings, rules, guide, version), indent=2) + "\n"
+
+
+def reached(finding):
+    """Where the mistake is when a call at the finding's line reaches it in another module."""
+    return f" (in {finding.via}, which this call runs)" if finding.via else ""
 
 
 def escape(text):
@@ -83,7 +89,7 @@ def sarif(findings, rules, guide, version):
                         "ruleId": f.code,
                         "ruleIndex": codes.index(f.code),
                         "level": "error",
-                        "message": {"text": f"{rules[f.code][0]}: {rules[f.code][1]}"},
+                        "message": {"text": f"{rules[f.code][0]}{reached(f)}: {rules[f.code][1]}"},
                         "locations": [
                             {
                                 "physicalLocation": {
