@@ -883,3 +883,25 @@ def test_a_collective_after_rank_zero_alone_went_on_is_reached_by_rank_zero_alon
     )
     assert [f.code for f in doctor.check_source(bad)] == ["DDL108"]
     assert [f.code for f in doctor.check_source(good)] == []
+
+
+def test_a_loop_left_by_rank_zero_alone_and_a_checkpoint_helper_loading_without_map_location():
+    stop = (
+        DDP_HEAD + "model = DDP(net)\nfor epoch in range(9):\n    for x in loader:\n"
+        "        model(x).sum().backward()\n        opt.step()\n"
+        "    if dist.get_rank() == 0 and early_stopping.early_stop:\n        break\n" + DDP_TAIL
+    )
+    agreed = stop.replace(
+        "    if dist.get_rank() == 0 and early_stopping.early_stop:\n",
+        "    flag = torch.tensor(float(early_stopping.early_stop))\n    dist.broadcast(flag, 0)\n"
+        "    if flag.item():\n",
+    )
+    assert [f.code for f in doctor.check_source(stop)] == ["DDL134"]
+    assert [f.code for f in doctor.check_source(agreed)] == []
+    helper = (
+        DDP_HEAD
+        + "def load_checkpoint(path, model):\n    model.load_state_dict(torch.load(path))\n"
+        "def load_pretrained(path, model):\n    model.load_state_dict(torch.load(path))\n"
+        + DDP_TAIL
+    )
+    assert [(f.code, f.line) for f in doctor.check_source(helper)] == [("DDL132", 8)]

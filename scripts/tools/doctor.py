@@ -169,7 +169,7 @@ RULES = {
         "write the same checkpoint and logs. The launcher reports success.",
     ),
     "DDL134": (
-        "a batch skipped on a condition one process decides alone (a NaN or inf loss) before the backward",
+        "a batch skipped or the loop left on a condition one process decides alone (a NaN loss, a rank check)",
         "all_reduce the condition first (every rank skips or none does), or zero the loss and step",
         "17-decisions-driven-by-a-metric",
         "Under DDP every backward joins an all-reduce of the gradients. A process that skips its batch on its own "
@@ -496,6 +496,23 @@ def per_node(test):
         and "local" not in ast.unparse(n.left).lower()
         for n in ast.walk(test)
     )
+
+
+def flags_set_under_rank_checks(nodes, parent):
+    """Names set to True or False in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
+    self.save_models = False`): a flag the rank decides, as `save = rank == 0` is."""
+    found = set()
+    for n in nodes:
+        if not (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, bool)
+        ):
+            continue
+        above = parent.get(n)
+        if isinstance(above, ast.If) and n in above.body and mentions_rank(above.test):
+            found.update(dotted(t) for t in n.targets if dotted(t))
+    return found
 
 
 def returns_unless(statement):
@@ -955,7 +972,7 @@ class Checker:
             if isinstance(n, ast.Assign) and a_test(n.value) and mentions_rank(n.value)
             for t in n.targets
             if dotted(t) and not re.search(r"rank|main|master", dotted(t), re.I)
-        }
+        } | set(flags_set_under_rank_checks(self.nodes, self.parent))
 
     def picks_ranks(self, test):
         if mentions_rank(test):
@@ -1330,13 +1347,24 @@ class LoadWithoutMapLocation(CallRule):
             and not self.m.uses_accelerate
             and keyword(call, "map_location") is None
             and len(call.args) == 1
-            and RUN_CHECKPOINT.search(ast.unparse(call.args[0]))
-            and not PRETRAINED.search(ast.unparse(call.args[0]))
+            and RUN_CHECKPOINT.search(self.what_is_loaded(call))
+            and not PRETRAINED.search(self.what_is_loaded(call))
             and not self.m.guarded(call)
             and not self.in_test(call)
             and not self.mapped_beside(call)
         ):
             self.add(call, fixable=False)
+
+    def what_is_loaded(self, call):
+        """The load's argument, and the name of a function that is handed the path (`def
+        load_checkpoint(path, model): torch.load(path)`)."""
+        text = ast.unparse(call.args[0])
+        function = self.function_of(call)
+        if function is not None and isinstance(call.args[0], ast.Name):
+            given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+            if call.args[0].id in given:
+                text += " " + function.name
+        return text
 
     def mapped_beside(self, call):
         """A load in `if args.gpu is None:` beside one given `map_location=loc` in the `else:`: the script
@@ -1400,10 +1428,11 @@ class SwallowedInit(CallRule):
 
 
 class SkipOnLocalCondition(Rule):
-    """DDL134: `if torch.isnan(loss): continue` (isinf, isfinite, math.isnan: a non-finite value) in a loop
-    whose backward or optimizer step comes after it, in a DDP or Accelerate script, where nothing in the
+    """DDL134: `if torch.isnan(loss): continue` (isinf, isfinite, math.isnan: a non-finite value), or a
+    `continue`/`break` under a rank check (`if rank == 0 and stop: break`), in a loop whose backward or optimizer
+    step comes after it (a `break`: anywhere in the loop), in a DDP or Accelerate script, where nothing in the
     test was all-reduced: one process skips the all-reduce the others wait in (open_flamingo's per-rank NaN
-    check between two backwards)."""
+    check between two backwards), or leaves the loop while they go on."""
 
     code = "DDL134"
     NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
@@ -1418,18 +1447,21 @@ class SkipOnLocalCondition(Rule):
         )
 
     def visit_If(self, node):
-        if not any(isinstance(s, (ast.Continue, ast.Break)) for s in node.body):
-            return
+        leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break))]
         loop = self.innermost_loop(node)
-        if not self.NON_FINITE.search(ast.unparse(node.test)) or loop is None:
+        if not leaves or loop is None:
             return
-        after, child = (
-            [],
-            node,
-        )  # what the rest of this pass of the loop runs, out to the loop's body
-        while child is not loop:
-            after += siblings(self.m, child)[1]
-            child = self.m.parent[child]
+        per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
+        if not (self.NON_FINITE.search(ast.unparse(node.test)) or per_rank):
+            return
+        if isinstance(leaves[0], ast.Break):  # the loop left: every later pass's backward is missed
+            after = loop.body
+        else:
+            # what the rest of this pass of the loop runs, out to the loop's body
+            after, child = [], node
+            while child is not loop:
+                after += siblings(self.m, child)[1]
+                child = self.m.parent[child]
         if not (backward_in(after) or steps_in(after)):
             return
         function = self.function_of(node) or self.m.tree
@@ -2846,6 +2878,8 @@ class Project:
         self.collective_helpers, self.writer_helpers = set(), set()
         # qualified call name -> (module path, top-level function or class): what a call of this file runs
         self.defined = {}
+        # flags the imported modules set under a rank check (a base class's `self.save_models = False`)
+        self.rank_flags = set()
         if path is None or tree is None or not Path(path).is_file():
             return
         here = Path(path).resolve()
@@ -2870,30 +2904,57 @@ class Project:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 module = node.module or ""
+                found = self.resolve(here, module, node.level)
                 for alias in node.names:
                     # `from pkg import dist_util`: a module; `from dist_util import f`: a function of it
-                    target = by_name.get(alias.name)
+                    named = f"{module}.{alias.name}" if module else alias.name
+                    target = self.resolve(here, named, node.level) or by_name.get(alias.name)
                     if target is not None and target != here:
                         # as Qualify reads the name: absolute imports qualified, relative ones as written
                         absolute = f"{module}.{alias.name}" if module and not node.level else None
                         self.helpers_of(target, absolute or alias.asname or alias.name)
-                    source = by_name.get(module.rsplit(".", 1)[-1]) if module else None
+                    source = found or (by_name.get(module.rsplit(".", 1)[-1]) if module else None)
                     if source is not None and source != here:
                         name = alias.asname or alias.name
                         qualified = name if node.level else f"{module}.{alias.name}"
                         if alias.name in self.spans(source):
                             self.defined[qualified] = (source, alias.name)
+                            self.rank_flags |= self.flags_in(source)
                         if alias.name in self.collectives_in(source):
                             self.collective_helpers.add(qualified)
                         if alias.name in self.writers_in(source):
                             self.writer_helpers.add(qualified)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
-                    target = by_name.get(alias.name.rsplit(".", 1)[-1])
+                    target = self.resolve(here, alias.name, 0) or by_name.get(
+                        alias.name.rsplit(".", 1)[-1]
+                    )
                     if target is not None and target != here:
                         self.helpers_of(target, alias.name)
 
+    @staticmethod
+    @functools.cache
+    def resolve(here, module, level):
+        """The file an import names, as Python would find it from the project's root: `from src.utils.dist
+        import f` in app/vjepa/train.py is src/utils/dist.py under one of the file's folders up to four levels
+        above it (the root the script is run from); `from ..utils import f` counts `level` folders up. None
+        for what is not the project's (torch, a package installed elsewhere)."""
+        parts = [p for p in module.split(".") if p]
+        if not parts:
+            return None
+        if level:
+            bases = [here.parents[level - 1]] if level <= len(here.parents) else []
+        else:
+            bases = list(here.parents)[:5]
+        for base in bases:
+            candidate = base.joinpath(*parts)
+            for found in (candidate.with_name(candidate.name + ".py"), candidate / "__init__.py"):
+                if found.is_file() and found != here:
+                    return found
+        return None
+
     def helpers_of(self, module_path, prefix):
+        self.rank_flags |= self.flags_in(module_path)
         for name in self.spans(module_path):
             self.defined[f"{prefix}.{name}"] = (module_path, name)
         for function in self.collectives_in(module_path):
@@ -2918,22 +2979,25 @@ class Project:
 
     @staticmethod
     @functools.cache  # one parse per module for the whole run: neighbours are shared
+    def tree(module_path):
+        """A module's tree, parsed once a run (an empty module when it does not parse)."""
+        try:
+            return ast.parse(Project.text(module_path))
+        except (SyntaxError, ValueError):
+            return ast.Module(body=[], type_ignores=[])
+
+    @staticmethod
+    @functools.cache
     def functions_of(module_path):
         """A module's top-level functions (none when it does not parse)."""
-        try:
-            tree = ast.parse(Project.text(module_path))
-        except (SyntaxError, ValueError):
-            return ()
+        tree = Project.tree(module_path)
         return tuple(f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
     @staticmethod
     @functools.cache
     def spans(module_path):
         """A module's top-level functions and classes: name -> (first line, decorators included; last line)."""
-        try:
-            tree = ast.parse(Project.text(module_path))
-        except (SyntaxError, ValueError):
-            return {}
+        tree = Project.tree(module_path)
         return {
             d.name: (min([d.lineno] + [x.lineno for x in d.decorator_list]), d.end_lineno)
             for d in tree.body
@@ -2942,16 +3006,19 @@ class Project:
 
     @staticmethod
     @functools.cache
+    def flags_in(module_path):
+        nodes = list(ast.walk(Project.tree(module_path)))
+        parent = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+        return frozenset(flags_set_under_rank_checks(nodes, parent))
+
+    @staticmethod
+    @functools.cache
     def datasets(module_path):
         """A module's top-level classes with a `__getitem__` or `__iter__`: datasets, whose per-sample writes
         (a cached spectrogram) each process makes for the samples its sampler gives it."""
-        try:
-            tree = ast.parse(Project.text(module_path))
-        except (SyntaxError, ValueError):
-            return frozenset()
         return frozenset(
             c.name
-            for c in tree.body
+            for c in Project.tree(module_path).body
             if isinstance(c, ast.ClassDef)
             and any(
                 isinstance(f, ast.FunctionDef) and f.name in ("__getitem__", "__iter__")
@@ -3036,12 +3103,17 @@ class Project:
 
     @staticmethod
     def is_collective(node):
-        """`dist.all_reduce(...)`, `MPI.COMM_WORLD.bcast(...)`: an attribute call, on the default group."""
-        return (
+        """`dist.all_reduce(...)`, `MPI.COMM_WORLD.bcast(...)`: an attribute call, on the default group. A name
+        plotting and NumPy use too (`ax.scatter`, `np.add.reduce`) only on a distributed receiver."""
+        if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in COLLECTIVES | MPI_COLLECTIVES
             and keyword(node, "group") is None
+        ):
+            return False
+        return node.func.attr not in ("scatter", "gather", "reduce", "broadcast") or bool(
+            re.search(r"dist|comm|mpi|accelerat|hvd|horovod", dotted(node.func.value), re.I)
         )
 
     @staticmethod
@@ -3181,6 +3253,7 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         checker.rank_flags = checker.rank_flags | called[2]
     if neighbours:
         checker.project = Project(path, tree)
+        checker.rank_flags = checker.rank_flags | checker.project.rank_flags
     run_rules(checker)
     if neighbours and called is None and checker.distributed:
         checker.found += one_call_away(checker)
