@@ -1356,8 +1356,8 @@ class LoadWithoutMapLocation(CallRule):
             self.add(call, fixable=False)
 
     def what_is_loaded(self, call):
-        """The load's argument, and the name of a function that is handed the path (`def
-        load_checkpoint(path, model): torch.load(path)`)."""
+        """The load's argument, and the name of the function around it when that function is handed the path
+        (a `load_checkpoint(path, model)` that loads `path`)."""
         text = ast.unparse(call.args[0])
         function = self.function_of(call)
         if function is not None and isinstance(call.args[0], ast.Name):
