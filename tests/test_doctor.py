@@ -232,6 +232,32 @@ CASES = {
         "model = DDP(net)\nfor epoch in range(9):\n    train(model)\n    scheduler.step()\n"
         "    if dist.get_rank() == 0:\n        save(model)\n        print(scheduler.get_last_lr())\n",
     ),
+    "DDL136": (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "def train(model, loader, opt):\n    bare = model.module\n    for x, y in loader:\n"
+        "        loss = loss_fn(bare.encoder(x), y)\n        loss.backward()\n        opt.step()\n",
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "def train(model, loader, opt):\n    for x, y in loader:\n        out = model(x)\n"
+        "        loss = model.module.get_loss_acc(out, y)\n        loss.backward()\n        opt.step()\n"
+        "        if dist.get_rank() == 0:\n            print(model.module.encoder(x[:1]))\n"
+        "        with torch.no_grad():\n            model.module(x)\n",
+    ),
+    "DDL137": (
+        "import os\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "if not os.path.exists(out):\n    os.makedirs(out)\n",
+        "import os\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "os.makedirs(out, exist_ok=True)\nos.makedirs(f'{out}/rank{dist.get_rank()}')\n"
+        "if dist.get_rank() == 0:\n    os.mkdir(run_dir)\ntry:\n    os.mkdir(lock)\nexcept FileExistsError:\n"
+        "    pass\n",
+    ),
+    "DDL138": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "accelerator.even_batches = False\nfor batch in loader:\n    accelerator.backward(model(batch))\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "for batch in loader:\n    accelerator.backward(model(batch))\n"
+        "accelerator.even_batches = True\n",
+    ),
     "DDL131": (
         "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
         "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"

@@ -905,3 +905,88 @@ def test_a_loop_left_by_rank_zero_alone_and_a_checkpoint_helper_loading_without_
         + DDP_TAIL
     )
     assert [(f.code, f.line) for f in doctor.check_source(helper)] == [("DDL132", 8)]
+
+
+def test_what_corpus_8_taught_each_on_a_bad_and_a_good_script(tmp_path):
+    # accumulation counted to a named length (Point-MAE, torchdrug), in a trainer's method (StudioGAN)
+    counted = (
+        DDP_HEAD + "model = DDP(net)\nclass Trainer:\n    def run(self, loader):\n"
+        "        for i, x in enumerate(loader):\n            self.model(x).sum().backward()\n"
+        "            if num_iter == config.step_per_update:\n                self.optimizer.step()\n"
+        + DDP_TAIL
+    )
+    assert "DDL119" in [f.code for f in doctor.check_source(counted)]
+    assert "DDL119" not in [
+        f.code for f in doctor.check_source(counted.replace("step_per_update", "max_iters"))
+    ]
+    # a log file handler and a tokenizer saved on every rank; the else of `if distributed:` is one process
+    writes = (
+        DDP_HEAD + "import logging\nh = logging.FileHandler(os.path.join(out, 'train.log'))\n"
+        "tokenizer.save(str(tokenizer_path))\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(writes)] == ["DDL107", "DDL107"]
+    alone = (
+        DDP_HEAD
+        + "if args.distributed:\n    if dist.get_rank() == 0:\n        torch.save(s, 'a.pt')\n"
+        "else:\n    torch.save(s, 'a.pt')\n"
+        "log_writer = None\nif dist.get_rank() == 0:\n    log_writer = SummaryWriter(out)\n"
+        "if log_writer is not None:\n    torch.save(s, 'b.pt')\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(alone)] == []
+    # a trainer's `def load`, and a load of the path the script saves its state to
+    loads = (
+        DDP_HEAD
+        + "class T:\n    def load(self, num):\n        return torch.load(self.model_name(num))\n"
+        "state = torch.load(model_filename)\nfor epoch in range(9):\n"
+        "    if dist.get_rank() == 0:\n        torch.save(model.state_dict(), model_filename)\n"
+        + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(loads)] == ["DDL132", "DDL132"]
+    # a padding eval sampler whose metrics a project's `torch_dist_sum` reduces (PyTorch-Encoding)
+    summed = (
+        DDP_HEAD + "val_sampler = DistributedSampler(valset, shuffle=False)\n"
+        "metrics = utils.torch_dist_sum(gpu, *metric.get_all())\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(summed)] == ["DDL127"]
+    # a launcher that starts its processes with mp.Process runs once: its writes are not every rank's
+    launcher = (
+        DDP_HEAD + "import torch.multiprocessing as mp\ndef main():\n"
+        "    torch.save(cfg, 'config.pt')\n    p = mp.Process(target=run, args=(0,))\n    p.start()\n"
+        + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(launcher)] == []
+
+
+PARSER = (  # Point-MAE's utils/parser.py: --local_rank only, and folders made on every rank
+    "import argparse\nimport os\n"
+    "def get_args():\n    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--local_rank', type=int, default=0)\n    args = parser.parse_args()\n"
+    "    if 'LOCAL_RANK' not in os.environ:\n        os.environ['LOCAL_RANK'] = str(args.local_rank)\n"
+    "    create_dirs(args)\n    return args\n"
+    "def create_dirs(args):\n    if not os.path.exists(args.out):\n        os.makedirs(args.out)\n"
+)
+DIST_UTILS = (  # a helper of the project joins the process group, through another helper
+    "import torch.distributed as dist\ndef init_dist(launcher):\n    _init_pytorch('nccl')\n"
+    "def _init_pytorch(backend):\n    dist.init_process_group(backend)\n"
+)
+
+
+def test_a_script_that_joins_through_a_helper_gets_what_its_parser_helper_does(tmp_path):
+    main = (
+        "from utils import parser, dist_utils\nargs = parser.get_args()\n"
+        "dist_utils.init_dist(args.launcher)\n"
+    )
+    files = {"utils/__init__.py": "", "utils/parser.py": PARSER, "utils/dist_utils.py": DIST_UTILS}
+    path = write_project(tmp_path / "a", {**files, "main.py": main})
+    found = doctor.check_source(main, str(path), neighbours=True)
+    assert {(f.code, f.via) for f in found} == {
+        ("DDL101", "utils/parser.py:5"),
+        ("DDL137", "utils/parser.py:13"),
+    }
+    # reading LOCAL_RANK's value is torchrun's way: the flag is a leftover; a plain script makes no race
+    reads = main + "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+    path = write_project(tmp_path / "b", {**files, "main.py": reads})
+    assert [f.code for f in doctor.check_source(reads, str(path), neighbours=True)] == ["DDL137"]
+    plain = "from utils import parser\nargs = parser.get_args()\n"
+    path = write_project(tmp_path / "c", {**files, "main.py": plain})
+    assert [f.code for f in doctor.check_source(plain, str(path), neighbours=True)] == ["DDL101"]

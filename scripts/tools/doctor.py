@@ -57,7 +57,8 @@ COLLECTIVES = {
     "pad_across_processes",
 }
 # a file name made from the rank is one file per process: nothing is overwritten
-PER_RANK = re.compile(r"rank|process_index|gpu_id|worker_id", re.I)
+# (TORCHELASTIC_ERROR_FILE: torchrun hands each worker a file of its own)
+PER_RANK = re.compile(r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE", re.I)
 # `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
 RANK_WORDS = (
     "rank",
@@ -184,6 +185,31 @@ RULES = {
         "Each DDP process holds a full copy of the optimizer and the scheduler. Stepped on rank 0 only, rank 0's "
         "weights or learning rate move and the others' stay: the replicas drift apart silently (DDP only "
         "averages gradients, it never re-syncs the weights).",
+    ),
+    "DDL136": (
+        "the forward run through the DDP wrapper's .module in a function that calls backward",
+        "call the wrapped model itself (put the loss in its forward if a method computes it)",
+        "5-wrap-the-model-in-ddp",
+        "DDP arms its gradient all-reduce in its own forward. A forward through `model.module` (or its "
+        "sub-modules, or a method such as `model.module.get_logits_loss(...)`) skips it: the backward then "
+        "all-reduces nothing and every process trains its own model (measured: torch 2.13 over gloo, "
+        "gradients equal across ranks through the wrapper, different through .module).",
+    ),
+    "DDL137": (
+        "a folder created with os.makedirs (no exist_ok=True) or os.mkdir on every rank",
+        "os.makedirs(path, exist_ok=True), or create it on rank 0 before a barrier",
+        "14-a-file-one-rank-writes-and-the-others-read",
+        "`if not os.path.exists(d): os.makedirs(d)` run by every process is a race: two processes see no folder, "
+        "both create it, and the second raises FileExistsError at start-up, on some launches and not others.",
+    ),
+    "DDL138": (
+        "accelerate's even_batches turned off for training",
+        "keep even_batches=True for training (or make every rank's batch count equal: drop_last, a sampler)",
+        "c-eval-accumulation-saving",
+        "With even_batches=False, Accelerate gives processes different numbers of batches when the count does "
+        "not divide. Under DDP each backward is a collective: the process with one more batch waits in an "
+        "all-reduce nobody else joins, and its barrier meets a pending all-reduce. Uneven inputs are for "
+        "evaluation, or for a DDP join() context.",
     ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
@@ -498,21 +524,48 @@ def per_node(test):
     )
 
 
+# a test that means "this run is distributed": its else branch runs in a one-process run only
+DISTRIBUTED_FLAG = re.compile(
+    r"([\w.]*\.)?(distributed|is_distributed|ddp|use_ddp|multi_gpu|multiprocessing_distributed)"
+    r"|(torch\.)?(distributed|dist)\.is_initialized\(\)",
+    re.I,
+)
+
+
+def reads_local_rank(node, parent):
+    """`os.environ["LOCAL_RANK"]`, `os.getenv("LOCAL_RANK")`: the value read. Not a write
+    (`os.environ["LOCAL_RANK"] = str(args.local_rank)`) nor a membership test (`if "LOCAL_RANK" not in
+    os.environ:`, Point-MAE's, which then keeps its --local_rank default on every rank)."""
+    if not (isinstance(node, ast.Constant) and node.value == "LOCAL_RANK"):
+        return False
+    above = parent.get(node)
+    if isinstance(above, ast.Subscript) and isinstance(above.ctx, ast.Store):
+        return False
+    return not (
+        isinstance(above, ast.Compare)
+        and above.left is node
+        and all(isinstance(op, (ast.In, ast.NotIn)) for op in above.ops)
+    )
+
+
 def flags_set_under_rank_checks(nodes, parent):
     """Names set to True or False in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
     self.save_models = False`): a flag the rank decides, as `save = rank == 0` is."""
-    found = set()
+    found, made, nothing = set(), set(), set()
     for n in nodes:
-        if not (
-            isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Constant)
-            and isinstance(n.value.value, bool)
-        ):
+        if not isinstance(n, ast.Assign):
             continue
+        names = {dotted(t) for t in n.targets if dotted(t)}
+        if isinstance(n.value, ast.Constant) and n.value.value is None:
+            nothing |= names
         above = parent.get(n)
-        if isinstance(above, ast.If) and n in above.body and mentions_rank(above.test):
-            found.update(dotted(t) for t in n.targets if dotted(t))
-    return found
+        if not (isinstance(above, ast.If) and n in above.body and mentions_rank(above.test)):
+            continue
+        if isinstance(n.value, ast.Constant) and isinstance(n.value.value, bool):
+            found |= names
+        elif isinstance(n.value, ast.Call):
+            made |= names  # `if rank == 0: log_writer = SummaryWriter(...)`, else None: `if log_writer:`
+    return found | (made & nothing)
 
 
 def returns_unless(statement):
@@ -533,6 +586,7 @@ class Checker:
     def __init__(self, path, tree):
         self.path, self.tree, self.found = path, tree, []
         self.nodes = list(ast.walk(tree))  # one walk, read by every fact and every rule
+        self_parents = {child: node for node in self.nodes for child in ast.iter_child_nodes(node)}
         calls = [n for n in self.nodes if isinstance(n, ast.Call)]
         names = {last(dotted(c.func)) for c in calls}
         self.uses_accelerate = "Accelerator" in names
@@ -580,11 +634,9 @@ class Checker:
         self.set_epoch_called = "set_epoch" in names or any(
             isinstance(n, ast.Attribute) and n.attr == "set_epoch" for n in self.nodes
         )
-        self.reads_local_rank = any(
-            isinstance(n, ast.Constant) and n.value == "LOCAL_RANK" for n in self.nodes
-        )
+        self.reads_local_rank = any(reads_local_rank(n, self_parents) for n in self.nodes)
         self.barriers = []  # (node, condition, polarity): a barrier on both sides of one rank check is a pair
-        self.parent = {child: node for node in self.nodes for child in ast.iter_child_nodes(node)}
+        self.parent = self_parents
         self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
         for call in calls:
             callee_name = last(dotted(call.func))
@@ -661,6 +713,11 @@ class Checker:
         """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
         json/pickle/yaml.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
         process to the library (`save_pretrained(..., is_main_process=...)`, `save_function=`)."""
+        if callee == "save" and re.search(r"tokenizer", dotted(call.func), re.I) and call.args:
+            return call.args[0]  # tokenizer.save(path): a Hugging Face tokenizer's file
+        if callee == "FileHandler" and call.args:
+            path = call.args[0]  # a log every rank appends to
+            return None if self.parameter_path(call, path) else path
         if callee == "save" and name in ("torch.save", "save"):
             path = (call.args[1:2] or [keyword(call, "f")])[0]
             return None if self.in_memory(call, path) else path
@@ -756,10 +813,21 @@ class Checker:
         """A path the enclosing function is handed (`def save_json(obj, path)`) in a function nothing in this
         module calls: the caller, in another module, picks both the path and the process."""
         function = function_of(self, call)
-        if function is None or self.calls.get(function.name):
-            return False
+        if function is None or self.calls.get(function.name) or function.name in self.handed_on:
+            return False  # called here, or handed to mp.spawn: the training function itself
         given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
         return any(isinstance(n, ast.Name) and n.id in given for n in ast.walk(path))
+
+    @functools.cached_property
+    def handed_on(self):
+        """Names of this module's functions passed to a call (`mp.spawn(main_worker, ...)`)."""
+        return {
+            a.id
+            for c in self.nodes
+            if isinstance(c, ast.Call)
+            for a in [*c.args, *(k.value for k in c.keywords)]
+            if isinstance(a, ast.Name)
+        }
 
     @functools.cached_property
     def words(self):
@@ -850,16 +918,16 @@ class Checker:
             child = parent
         return False
 
-    def guarded(self, node, seen=()):
+    def guarded(self, node, seen=(), per_node_too=False):
         """Under a rank check, or in a function of this module whose every call is (recursively): the
         pattern of pytorch/examples, `if rank == 0: save_checkpoint(...)` around a helper that saves. Or in a
-        branch the script asserts never runs distributed."""
+        branch the script asserts never runs distributed. `per_node_too`: one process per node counts."""
         if self.never_distributed(node):
             return True
         child = node
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and self.picks_ranks(parent.test):
-                return not per_node(parent.test)
+                return per_node_too or not per_node(parent.test)
             if (
                 isinstance(parent, ast.If)
                 and "__main__" in ast.unparse(parent.test)
@@ -878,7 +946,7 @@ class Checker:
             ):
                 return True  # @main_process, @master_only, @rank_zero_only: the decorator picks the rank
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                last(dotted(n.func)) in ("spawn", "start_processes")
+                last(dotted(n.func)) in ("spawn", "start_processes", "Process", "Popen")
                 for n in ast.walk(parent)
                 if isinstance(n, ast.Call)
             ):
@@ -899,8 +967,24 @@ class Checker:
                     return True  # a hook or callback (register_save_state_pre_hook(f)): its caller decides
                 if not calls or parent.name in seen:
                     return False
-                return all(self.guarded(call, (*seen, parent.name)) for call in calls)
+                return all(self.guarded(call, (*seen, parent.name), per_node_too) for call in calls)
         return False
+
+    def callers_elsewhere(self, node, methods_only=False):
+        """In a function (or a class's __init__) that nothing in this module calls nor hands on: a helper whose
+        callers, in other modules, decide which process makes it (StudioGAN's `worker.save()`, called under `if
+        global_rank == 0` in loader.py). `methods_only`: a class's methods only (a top-level function no one
+        here calls is as often the entry point mp.spawn runs on every rank: StudioGAN's `load_worker`)."""
+        function = function_of(self, node)
+        if function is None:
+            return False
+        if methods_only and not any(isinstance(p, ast.ClassDef) for p in self.parents_of(function)):
+            return False
+        name = function.name
+        if name == "__init__":
+            cls = next((p for p in self.parents_of(function) if isinstance(p, ast.ClassDef)), None)
+            name = cls.name if cls is not None else name
+        return not self.calls.get(name) and name not in self.words  # not called, not handed on
 
     def after_early_exit(self, node):
         """Whether an `if not is_main: return` (or `continue`) comes before `node` in its function: what
@@ -921,6 +1005,15 @@ class Checker:
                 return False
             child = parent
         return False
+
+    @property
+    def wraps_in_ddp(self):
+        """The model is in DDP: wrapped here, by an importer of this module, or handed by a DDP script's call."""
+        return bool(
+            set(self.calls) & {"DistributedDataParallel", "DDP"}
+            or self.handed_ddp
+            or self.project.wrapped_by_importer
+        )
 
     @functools.cached_property
     def off_when_distributed(self):
@@ -949,6 +1042,8 @@ class Checker:
                     test, taken = test.operand, not taken
                 if taken and ast.unparse(test) in self.off_when_distributed:
                     return True
+                if not taken and DISTRIBUTED_FLAG.fullmatch(ast.unparse(test)):
+                    return True  # the else of `if distributed:` (or `if args.ddp:`): one process
             child = parent
         return False
 
@@ -1246,16 +1341,18 @@ class WriteOnEveryRank(CallRule):
         every binding of the name in the function, or the module, made from the rank)."""
         if PER_RANK.search(ast.unparse(path)):
             return True
-        if not isinstance(path, ast.Name):
-            return False
         scope = self.function_of(call) or self.m.tree
-        values = [
-            node.value
-            for node in ast.walk(scope)
-            if isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == path.id for t in node.targets)
-        ]
-        return bool(values) and all(PER_RANK.search(ast.unparse(value)) for value in values)
+        for name in {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}:
+            # `os.path.join(out, opt_state_fn)` with `opt_state_fn = f"optimizer.{rank:05d}..."` one line up
+            values = [
+                node.value
+                for node in ast.walk(scope)
+                if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            ]
+            if values and all(PER_RANK.search(ast.unparse(value)) for value in values):
+                return True
+        return False
 
     def per_item(self, call, path):
         used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
@@ -1360,10 +1457,23 @@ class LoadWithoutMapLocation(CallRule):
         (a `load_checkpoint(path, model)` that loads `path`)."""
         text = ast.unparse(call.args[0])
         function = self.function_of(call)
-        if function is not None and isinstance(call.args[0], ast.Name):
+        if function is not None and function.name in ("load", "resume"):
+            text += " checkpoint"  # a trainer's `def load(self, num)`: its own checkpoint
+        elif function is not None and isinstance(call.args[0], ast.Name):
             given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
             if call.args[0].id in given:
                 text += " " + function.name
+        saved = {  # `torch.save(state, model_filename)` elsewhere in the module: the run's own file
+            ast.unparse(n.args[1])
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and dotted(n.func) == "torch.save"
+            and len(n.args) > 1
+            and re.search(r"state|model|ckpt|checkpoint|optim", ast.unparse(n.args[0]), re.I)
+            and any(isinstance(p, (ast.For, ast.While)) for p in self.m.parents_of(n))
+        }  # saved in the training loop: a checkpoint (not the final weights a demo loads back)
+        if ast.unparse(call.args[0]) in saved:
+            text += " checkpoint"
         return text
 
     def mapped_beside(self, call):
@@ -1438,13 +1548,7 @@ class SkipOnLocalCondition(Rule):
     NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
 
     def begin(self):
-        names = set(self.m.calls)
-        return bool(
-            names & {"DistributedDataParallel", "DDP"}
-            or self.m.uses_accelerate
-            or self.m.handed_ddp
-            or self.m.project.wrapped_by_importer
-        )
+        return self.m.wraps_in_ddp or self.m.uses_accelerate
 
     def visit_If(self, node):
         leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break))]
@@ -1477,6 +1581,119 @@ class SkipOnLocalCondition(Rule):
         )
         if not agreed:
             self.add(node, fixable=False)
+
+
+# a method of the bare module that runs its forward (not `get_loss_acc(out, y)`, which reads outputs)
+RUNS_FORWARD = re.compile(
+    r"forward|logits|encode|decode|embed|predict|infer|extract|feature|backbone|head|net$|model$|"
+    r"layer|block|trunk|tower",
+    re.I,
+)
+
+
+class ForwardThroughModule(Rule):
+    """DDL136: in a function that calls backward, in a DDP script, a call through the wrapper's `.module`
+    that runs the forward: `model.module(x)`, `model.module.encoder(x)`, `model.module.get_logits_loss(...)`, or
+    the same through a name bound to it (`sam_model = self.model.module`). Not under no_grad, and not a method
+    that only reads outputs (`get_loss_acc(ret, label)`: no forward in its name)."""
+
+    code = "DDL136"
+
+    def begin(self):
+        return self.m.wraps_in_ddp
+
+    def visit_FunctionDef(self, node):
+        if not backward_in(node.body):
+            return
+        bare = {
+            dotted(t)
+            for n in ast.walk(node)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "module"
+            for t in n.targets
+            if dotted(t)
+        }
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            parts = dotted(call.func).split(".")
+            if len(parts) < 2 or any(no_grad(p) for p in self.m.parents_of(call)):
+                continue
+            if self.rank_check(call) is not None:
+                continue  # rank 0's sample for its log, not the step's forward
+            if isinstance(self.m.parent.get(call), ast.Attribute):
+                continue  # `model.module.get_input_embeddings().weight.grad`: a getter, not a forward
+            direct = parts[-1] == "module"
+            through = "module" in parts[1:-1] or any(
+                ".".join(parts[:i]) in bare for i in range(1, len(parts))
+            )
+            if direct or through and RUNS_FORWARD.search(parts[-1]):
+                self.add(call, fixable=False)
+                return  # one a function
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+
+class MakedirsOnEveryRank(CallRule):
+    """DDL137: `os.makedirs(path)` without exist_ok=True, or `os.mkdir(path)`, in a distributed script, on
+    every rank (not guarded, not a per-rank folder, not inside a try that catches the error)."""
+
+    code = "DDL137"
+
+    def begin(self):
+        return self.m.distributed
+
+    def check(self, call, name, callee):
+        if name not in ("os.makedirs", "os.mkdir") or not call.args:
+            return
+        exist_ok = keyword(call, "exist_ok")
+        if name == "os.makedirs" and (
+            exist_ok is not None
+            and not (isinstance(exist_ok, ast.Constant) and not exist_ok.value)
+            or len(call.args) > 2
+        ):
+            return
+        if (
+            PER_RANK.search(ast.unparse(call.args[0]))
+            or self.m.guarded(
+                call, per_node_too=True
+            )  # one creator a node: shared folders are rare
+            or self.m.callers_elsewhere(call, methods_only=True)
+            or self.in_test(call)
+        ):
+            return
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, ast.Try) and parent.handlers:
+                return  # the error is handled
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+        self.add(call, fixable=False)
+
+
+class UnevenTrainingBatches(Rule):
+    """DDL138: `accelerator.even_batches = False` or `even_batches=False` handed to Accelerator or its
+    DataLoaderConfiguration, in a script that calls backward, with no join of uneven inputs."""
+
+    code = "DDL138"
+
+    def begin(self):
+        text = self.m.words
+        return backward_in(self.m.tree.body) and not {"join_uneven_inputs", "Join"} & text
+
+    def visit_Assign(self, node):
+        if (
+            any(isinstance(t, ast.Attribute) and t.attr == "even_batches" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is False
+        ):
+            self.add(node, fixable=False)
+
+    def visit_keyword(self, node):
+        if (
+            node.arg == "even_batches"
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is False
+        ):
+            self.add(node.value, fixable=False)
 
 
 class StepUnderRankCheck(CallRule):
@@ -1785,7 +2002,15 @@ def counts_micro_batches(test):
         and len(test.comparators) == 1
         and ast.unparse(test.comparators[0]) in ("0", "1")
     )
-    return modulo or "accum" in ast.unparse(test).lower() and not mode
+    # `num_iter == config.step_per_update`, `batch_id - start + 1 == gradient_interval`: a counter reaching the
+    # accumulation's length
+    counted = isinstance(test, ast.Compare) and bool(ACCUMULATION_NAMES.search(ast.unparse(test)))
+    return modulo or ("accum" in ast.unparse(test).lower() or counted) and not mode
+
+
+ACCUMULATION_NAMES = re.compile(
+    r"accum|step_per_update|steps_per_update|update_freq|gradient_interval|grad_interval|acml", re.I
+)
 
 
 def steps_in(statements):
@@ -1857,7 +2082,9 @@ class AccumulationWithoutNoSync(Rule):
         (`train_one_epoch(model, ...)`, MAE's): a model made here and never wrapped all-reduces nothing."""
         function = self.function_of(node)
         handed = function is not None and any(
-            MODEL_NAMES.search(a.arg) for a in [*function.args.args, *function.args.kwonlyargs]
+            MODEL_NAMES.search(a.arg)
+            or a.arg == "self"  # a trainer's method: its object holds the model
+            for a in [*function.args.args, *function.args.kwonlyargs]
         )
         if self.wrapped_here or handed:
             super().add(node, fixable)
@@ -2618,24 +2845,16 @@ class TrackerOnEveryRank(Rule):
         name = dotted(node.func)
         if name not in TRACKERS and last(name) != "SummaryWriter":
             return
-        if any(isinstance(p, ast.IfExp) and mentions_rank(p.test) for p in self.m.parents_of(node)):
+        if any(
+            isinstance(p, ast.IfExp) and self.m.picks_ranks(p.test) for p in self.m.parents_of(node)
+        ):
             return  # writer = SummaryWriter(...) if rank == 0 else None
-        if not self.m.guarded(node) and not self.in_test(node) and not self.callers_elsewhere(node):
+        if (
+            not self.m.guarded(node)
+            and not self.in_test(node)
+            and not self.m.callers_elsewhere(node)
+        ):
             self.add(node, fixable=False)
-
-    def callers_elsewhere(self, node):
-        """In a function (or a class's __init__) that nothing in this module calls: a helper whose callers,
-        in other modules, decide which process makes it."""
-        function = self.function_of(node)
-        if function is None:
-            return False
-        name = function.name
-        if name == "__init__":
-            cls = next(
-                (p for p in self.m.parents_of(function) if isinstance(p, ast.ClassDef)), None
-            )
-            name = cls.name if cls is not None else name
-        return not self.m.calls.get(name) and name not in self.m.words  # not called, not handed on
 
 
 class Reductions:
@@ -2738,9 +2957,10 @@ def head_call(value):
 
 
 def reduces(call):
-    """A call that combines the ranks' values: all_reduce, reduce, gather, gather_for_metrics, reduce_mean ..."""
+    """A call that combines the ranks' values: all_reduce, reduce, gather, gather_for_metrics, reduce_mean, a
+    project's `torch_dist_sum` ..."""
     callee = last(dotted(call.func)).lower()
-    return "reduce" in callee or "gather" in callee
+    return "reduce" in callee or "gather" in callee or "dist_sum" in callee
 
 
 RULE_CLASSES = [
@@ -2779,6 +2999,9 @@ RULE_CLASSES = [
     SwallowedInit,
     SkipOnLocalCondition,
     StepUnderRankCheck,
+    ForwardThroughModule,
+    MakedirsOnEveryRank,
+    UnevenTrainingBatches,
 ]
 
 
@@ -3006,6 +3229,43 @@ class Project:
 
     @staticmethod
     @functools.cache
+    def reach(module_path, name):
+        """The line spans a call of `name` runs in its module: its own, and those of the module's top-level
+        functions it calls by name, and theirs (parser.py's `get_args` calling `create_experiment_dir`)."""
+        spans = Project.spans(module_path)
+        called = {  # functions only: a class the helper makes is its own world (a dataset's cache)
+            f.name: {dotted(n.func) for n in ast.walk(f) if isinstance(n, ast.Call)}
+            for f in Project.functions_of(module_path)
+        }
+        names, pending = {name}, [name]
+        while pending:
+            for callee in called.get(pending.pop(), ()):
+                if callee in called and callee not in names:
+                    names.add(callee)
+                    pending.append(callee)
+        return tuple(spans[n] for n in sorted(names))
+
+    def joins(self, name):
+        """Whether a call of this name runs a function of the project that joins the process group."""
+        target = self.defined.get(name)
+        return target is not None and target[1] in self.initializers(target[0])
+
+    @staticmethod
+    @functools.cache
+    def initializers(module_path):
+        """A module's top-level functions that call init_process_group (or deepspeed's init_distributed), or
+        call one of these (`init_dist(launcher)` calling `_init_dist_pytorch(backend)`)."""
+        called = {
+            f.name: {last(dotted(n.func)) for n in ast.walk(f) if isinstance(n, ast.Call)}
+            for f in Project.functions_of(module_path)
+        }
+        found = {"init_process_group", "init_distributed"}
+        for _ in range(3):  # a chain of helpers: one more link each pass
+            found |= {name for name, calls in called.items() if calls & found}
+        return frozenset(found & set(called))
+
+    @staticmethod
+    @functools.cache
     def flags_in(module_path):
         nodes = list(ast.walk(Project.tree(module_path)))
         parent = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
@@ -3158,6 +3418,9 @@ class Project:
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL136",
+    "DDL137",
+    "DDL138",
     "DDL134",
     "DDL135",
     "DDL107",
@@ -3174,7 +3437,7 @@ REACHED = {
     "DDL133",
 }
 # a write or a tracker reached through a call that only some ranks make is theirs to make
-GUARDABLE = {"DDL107", "DDL128", "DDL132"}
+GUARDABLE = {"DDL107", "DDL128", "DDL132", "DDL137"}
 
 
 def one_call_away(checker):
@@ -3185,6 +3448,7 @@ def one_call_away(checker):
     module wraps its model, as handed the wrapped one. One call deep: what the callee calls in turn is not
     followed."""
     context = (
+        checker.distributed,
         bool(set(checker.calls) & {"DistributedDataParallel", "DDP"}),
         checker.uses_accelerate,
         frozenset(
@@ -3192,6 +3456,9 @@ def one_call_away(checker):
         ),  # `args.should_save = ... and is_master(args)`, read in the callee
     )
     seen, found = set(), []
+    syncs = bool(
+        checker.words & {"no_sync", "accumulate", "require_backward_grad_sync", "ddp_sync"}
+    )
     for call in checker.nodes:
         if not isinstance(call, ast.Call):
             continue
@@ -3199,22 +3466,23 @@ def one_call_away(checker):
         if target is None or checker.never_distributed(call):
             continue
         module, name = target
-        first, end = Project.spans(module)[name]
+        spans = Project.reach(module, name)
         dataset = name in Project.datasets(module)
-        guarded = None
         for f in findings_when_called(module, *context):
-            if (
-                f.code not in REACHED
-                or not first <= f.line <= end
-                or (module, f.line, f.code) in seen
+            # DDL101 too where this file reads no LOCAL_RANK either: `--local_rank` parsed in utils/parser.py
+            carried = f.code in REACHED or f.code == "DDL101" and not checker.reads_local_rank
+            inside = any(first <= f.line <= end for first, end in spans)
+            if not carried or not inside or (module, f.line, f.code) in seen:
+                continue
+            if dataset and f.code in ("DDL107", "DDL132"):
+                continue  # a dataset's per-sample cache file: the sampler gives each sample to one process
+            if f.code == "DDL119" and syncs:
+                continue  # the caller picks no_sync around the call (wenet's `context = model.no_sync`)
+            if f.code in GUARDABLE and (
+                checker.guarded(call, per_node_too=f.code == "DDL137")
+                or checker.callers_elsewhere(call, methods_only=True)
             ):
                 continue
-            if dataset and f.code == "DDL107":
-                continue  # a dataset's per-sample cache file: the sampler gives each sample to one process
-            if f.code in GUARDABLE:
-                guarded = checker.guarded(call) if guarded is None else guarded
-                if guarded:
-                    continue
             seen.add((module, f.line, f.code))
             where = os.path.relpath(module, Path(checker.path).resolve().parent)
             found.append(
@@ -3226,14 +3494,15 @@ def one_call_away(checker):
 
 
 @functools.cache
-def findings_when_called(module, ddp, accelerate, rank_flags):
-    """Another module's findings, checked as a distributed script's callee (see one_call_away): `ddp`, the
-    caller wraps its model in DDP; `accelerate`, it prepares it with Accelerate; `rank_flags`, the caller's
-    names bound to a rank test."""
+def findings_when_called(module, distributed, ddp, accelerate, rank_flags):
+    """Another module's findings, checked as its caller's callee (see one_call_away): `distributed`, the caller
+    is a distributed script (otherwise the callee's own module decides, as RT-DETR's `init_distributed` in
+    `src/misc/dist.py`, called from a `train.py` that names no process group); `ddp`, the caller wraps its model in
+    DDP; `accelerate`, it prepares it with Accelerate; `rank_flags`, the caller's names bound to a rank test."""
     try:
         source = read_source(str(module)).text
         return check_source(
-            source, str(module), neighbours=True, called=(ddp, accelerate, rank_flags)
+            source, str(module), neighbours=True, called=(distributed, ddp, accelerate, rank_flags)
         )
     except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError):
         return []
@@ -3247,15 +3516,19 @@ def check_source(source, path="<string>", neighbours=False, called=None):
     tree = Qualify().visit(ast.parse(source, filename=path))
     checker = Checker(path, tree)
     if called is not None:
-        checker.distributed = True
-        checker.handed_ddp = called[0]
-        checker.uses_accelerate = checker.uses_accelerate or called[1]
-        checker.rank_flags = checker.rank_flags | called[2]
+        checker.distributed = checker.distributed or called[0]
+        checker.handed_ddp = called[1]
+        checker.uses_accelerate = checker.uses_accelerate or called[2]
+        checker.rank_flags = checker.rank_flags | called[3]
     if neighbours:
         checker.project = Project(path, tree)
         checker.rank_flags = checker.rank_flags | checker.project.rank_flags
+        # a script that joins the process group through a helper of its own (`dist_utils.init_dist(...)`)
+        checker.distributed = checker.distributed or any(
+            checker.project.joins(dotted(c.func)) for c in checker.nodes if isinstance(c, ast.Call)
+        )
     run_rules(checker)
-    if neighbours and called is None and checker.distributed:
+    if neighbours and called is None:
         checker.found += one_call_away(checker)
     lines = physical_lines(source)
 
