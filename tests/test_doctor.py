@@ -258,6 +258,14 @@ CASES = {
         "for batch in loader:\n    accelerator.backward(model(batch))\n"
         "accelerator.even_batches = True\n",
     ),
+    "DDL139": (
+        "import torch.distributed as dist\nfrom torchvision import datasets\ndist.init_process_group()\n"
+        "train_set = datasets.CIFAR10('./data', train=True, download=True)\n",
+        "import torch.distributed as dist\nfrom torchvision import datasets\ndist.init_process_group()\n"
+        "if dist.get_rank() == 0:\n    datasets.CIFAR10('./data', download=True)\ndist.barrier()\n"
+        "train_set = datasets.CIFAR10('./data', train=True)\n"
+        "with FileLock('data.lock'):\n    test_set = datasets.MNIST('./data', download=True)\n",
+    ),
     "DDL131": (
         "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
         "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"
@@ -736,11 +744,11 @@ def test_the_four_later_never_seen_sets_add_up_to_what_the_page_states():
     a verdict, the stated precision (with and without DDL113) the one the rows give, and no repository used by
     an earlier table or another set."""
     page = (ROOT / "guides" / "doctor.md").read_text()
-    earlier, later = page.split("## Six more sets it had never seen")
+    earlier, later = page.split("## Seven more sets it had never seen")
     later = later.split("\n## ")[0]
     seen = {repo for repo, *_ in corpus_table(earlier)[0]}
     parts = re.split(r"\n### Corpus \d: ", later)[1:]
-    assert len(parts) == 6
+    assert len(parts) == 7
     for part in parts:
         files, repos = map(int, re.match(r"(\d+) files from (\d+) repositories", part).groups())
         rows, verdicts = corpus_table(part)

@@ -990,3 +990,46 @@ def test_a_script_that_joins_through_a_helper_gets_what_its_parser_helper_does(t
     plain = "from utils import parser\nargs = parser.get_args()\n"
     path = write_project(tmp_path / "c", {**files, "main.py": plain})
     assert [f.code for f in doctor.check_source(plain, str(path), neighbours=True)] == ["DDL101"]
+
+
+def test_what_corpus_9_taught_each_on_a_bad_and_a_good_script():
+    # rank 0 alone returns before the training the others go on to (doctr's --test-only), or leaves the
+    # epoch loop whose training is a call of the script's own
+    returns = (
+        DDP_HEAD + "def main(args):\n    model = DDP(net)\n    rank = dist.get_rank()\n"
+        "    if rank == 0 and args.test_only:\n        evaluate(model)\n        return\n"
+        "    for epoch in range(9):\n        fit_one_epoch(model, loader)\n"
+        "        if rank == 0:\n            if early_stopper.early_stop(val_loss):\n                break\n"
+        + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(returns)] == ["DDL134", "DDL134"]
+    others = returns.replace(
+        "rank == 0 and args.test_only", "rank != 0 and args.test_only"
+    ).replace(
+        "        if rank == 0:\n            if early", "        if True:\n            if early"
+    )
+    assert [f.code for f in doctor.check_source(others)] == []
+    # an imported module's path whose first part is also the model's name (ColBERT's `colbert`); an
+    # attribute read in the branch the script takes when not distributed (parler-tts); a forward through
+    # .module followed by the wrapper's own forward (generative-recommenders); `"RANK" in os.environ`
+    chosen = (
+        DDP_HEAD + "from colbert.utils.amp import MixedPrecisionManager\n"
+        "def train(args, net, loader, opt):\n    colbert = DDP(net)\n"
+        "    amp = MixedPrecisionManager(args.amp)\n"
+        "    if args.parallel_mode != 'distributed':\n        out = colbert.text_encoder(x)\n"
+        "    for ids, y in loader:\n        emb = colbert.module.get_item_embeddings(ids)\n"
+        "        loss = colbert(emb, y)\n        loss.backward()\n        opt.step()\n"
+        "if 'RANK' in os.environ:\n    dist.barrier()\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(chosen)] == []
+    # map_location=None is no map_location
+    loads = DDP_HEAD + "ckpt = torch.load(args.resume, map_location=None)\n" + DDP_TAIL
+    assert [f.code for f in doctor.check_source(loads)] == ["DDL132"]
+    # a hook defined inside a function that returns early on every rank but 0 (OLMo's trace hook)
+    hook = (
+        DDP_HEAD
+        + "def setup_hooks(model, step):\n    if dist.get_rank() != 0:\n        return []\n"
+        "    def save_hook(module, args, output):\n        torch.save(output, f'trace{step}.pt')\n"
+        "    return [model.register_forward_hook(functools.partial(save_hook))]\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(hook)] == []

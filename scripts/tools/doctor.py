@@ -170,7 +170,7 @@ RULES = {
         "write the same checkpoint and logs. The launcher reports success.",
     ),
     "DDL134": (
-        "a batch skipped or the loop left on a condition one process decides alone (a NaN loss, a rank check)",
+        "a batch skipped, the loop left or the run ended on a condition one process decides alone",
         "all_reduce the condition first (every rank skips or none does), or zero the loss and step",
         "17-decisions-driven-by-a-metric",
         "Under DDP every backward joins an all-reduce of the gradients. A process that skips its batch on its own "
@@ -210,6 +210,14 @@ RULES = {
         "not divide. Under DDP each backward is a collective: the process with one more batch waits in an "
         "all-reduce nobody else joins, and its barrier meets a pending all-reduce. Uneven inputs are for "
         "evaluation, or for a DDP join() context.",
+    ),
+    "DDL139": (
+        "a dataset downloaded (download=True) by every rank at once",
+        "download on rank 0 first (`if rank == 0:` then a barrier, or accelerator.main_process_first())",
+        "14-a-file-one-rank-writes-and-the-others-read",
+        "Every process that builds `CIFAR10(root, download=True)` checks for the archive, finds it missing or "
+        "half written, and downloads and extracts into the same files as the others: a torn archive, a "
+        "checksum error, or a process that reads what another is still writing.",
     ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
@@ -454,9 +462,20 @@ def is_true(node):
     return isinstance(node, ast.Constant) and node.value is True
 
 
+def membership(test):
+    """`"RANK" in os.environ`: whether a variable is set, the same answer on every rank."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Constant)
+        and all(isinstance(op, (ast.In, ast.NotIn)) for op in test.ops)
+    )
+
+
 def mentions_rank(test):
     """Whether an `if` test picks some ranks: rank == 0, is_main, accelerator.is_main_process, local_rank != 0 ...
     Not `rank != -1` / `local_rank == -1`: -1 is the launchers' "not distributed", so every rank is on one side."""
+    if membership(test):
+        return False
     if isinstance(test, ast.BoolOp):
         return any(mentions_rank(value) for value in test.values)
     if (
@@ -965,6 +984,8 @@ class Checker:
                 ]
                 if not calls and parent.name in self.passed_functions:
                     return True  # a hook or callback (register_save_state_pre_hook(f)): its caller decides
+                if not calls and function_of(self, parent) is not None:
+                    continue  # a function defined inside another runs where that one runs (OLMo's hook)
                 if not calls or parent.name in seen:
                     return False
                 return all(self.guarded(call, (*seen, parent.name), per_node_too) for call in calls)
@@ -1442,7 +1463,7 @@ class LoadWithoutMapLocation(CallRule):
             name == "torch.load"
             and self.m.distributed
             and not self.m.uses_accelerate
-            and keyword(call, "map_location") is None
+            and ast.unparse(keyword(call, "map_location") or ast.Constant(None)) == "None"
             and len(call.args) == 1
             and RUN_CHECKPOINT.search(self.what_is_loaded(call))
             and not PRETRAINED.search(self.what_is_loaded(call))
@@ -1474,6 +1495,15 @@ class LoadWithoutMapLocation(CallRule):
         }  # saved in the training loop: a checkpoint (not the final weights a demo loads back)
         if ast.unparse(call.args[0]) in saved:
             text += " checkpoint"
+        if isinstance(
+            call.args[0], ast.Name
+        ):  # `path = join(snapshot_download(repo), ...)`: pretrained
+            text += " ".join(
+                " " + ast.unparse(n.value)
+                for n in ast.walk(function or self.m.tree)
+                if isinstance(n, ast.Assign)
+                and any(dotted(t) == call.args[0].id for t in n.targets)
+            )
         return text
 
     def mapped_beside(self, call):
@@ -1551,14 +1581,24 @@ class SkipOnLocalCondition(Rule):
         return self.m.wraps_in_ddp or self.m.uses_accelerate
 
     def visit_If(self, node):
-        leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break))]
+        leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break, ast.Return))]
         loop = self.innermost_loop(node)
+        per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
+        if leaves and isinstance(leaves[0], ast.Return):
+            # `if rank == 0 and args.test_only: evaluate(); return`: the others go on to train alone
+            function = self.function_of(node)
+            after, child = [], node
+            while function is not None and child is not function:
+                after += siblings(self.m, child)[1]
+                child = self.m.parent[child]
+            if selects_main(node.test) and trains(after):
+                self.add(node, fixable=False)
+            return
         if not leaves or loop is None:
             return
-        per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
         if not (self.NON_FINITE.search(ast.unparse(node.test)) or per_rank):
             return
-        if isinstance(leaves[0], ast.Break):  # the loop left: every later pass's backward is missed
+        if isinstance(leaves[0], ast.Break):  # the loop left: every later pass's training is missed
             after = loop.body
         else:
             # what the rest of this pass of the loop runs, out to the loop's body
@@ -1566,7 +1606,7 @@ class SkipOnLocalCondition(Rule):
             while child is not loop:
                 after += siblings(self.m, child)[1]
                 child = self.m.parent[child]
-        if not (backward_in(after) or steps_in(after)):
+        if not trains(after):
             return
         function = self.function_of(node) or self.m.tree
         tested = {
@@ -1581,6 +1621,37 @@ class SkipOnLocalCondition(Rule):
         )
         if not agreed:
             self.add(node, fixable=False)
+
+
+def selects_main(test):
+    """`rank == 0`, `is_main_process`, `args.local_rank == 0 and args.test_only`: a test the main process
+    passes and the others fail (not `rank != 0`, not `not is_main`)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(selects_main(v) for v in test.values)
+    if isinstance(test, ast.Compare):
+        return (
+            len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and ast.unparse(test.comparators[0]) == "0"
+            and mentions_rank(test)
+        )
+    return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and bool(
+        re.search(r"is_main|is_master|main_process|is_primary|global_zero", ast.unparse(test))
+    )
+
+
+def trains(statements):
+    """Whether the statements train: a backward, an optimizer step, or a call of a `train...`/`fit...`
+    function (doctr's `fit_one_epoch(model, ...)`)."""
+    return (
+        backward_in(statements)
+        or steps_in(statements)
+        or any(
+            isinstance(n, ast.Call) and re.match(r"_?(train|fit)", last(dotted(n.func)))
+            for statement in statements
+            for n in ast.walk(statement)
+        )
+    )
 
 
 # a method of the bare module that runs its forward (not `get_loss_acc(out, y)`, which reads outputs)
@@ -1614,10 +1685,16 @@ class ForwardThroughModule(Rule):
             for t in n.targets
             if dotted(t)
         }
-        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+        called = {
+            dotted(c.func) for c in calls
+        }  # `model(...)` as well: DDP's forward arms the backward
+        for call in calls:
             parts = dotted(call.func).split(".")
             if len(parts) < 2 or any(no_grad(p) for p in self.m.parents_of(call)):
                 continue
+            if "module" in parts and ".".join(parts[: parts.index("module")]) in called:
+                continue  # generative-recommenders' embeddings through .module, then the wrapper's forward
             if self.rank_check(call) is not None:
                 continue  # rank 0's sample for its log, not the step's forward
             if isinstance(self.m.parent.get(call), ast.Attribute):
@@ -1666,6 +1743,30 @@ class MakedirsOnEveryRank(CallRule):
                 return  # the error is handled
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 break
+        self.add(call, fixable=False)
+
+
+class DownloadOnEveryRank(CallRule):
+    """DDL139: a call with `download=True` (torchvision's datasets, a project's own) in a distributed script,
+    on every rank: not under a rank check, not in a `main_process_first()` / `torch_distributed_zero_first()`
+    block, not in a method whose callers are in another module."""
+
+    code = "DDL139"
+
+    def begin(self):
+        return self.m.distributed
+
+    def check(self, call, name, callee):
+        if not is_true(keyword(call, "download")):
+            return
+        if self.m.guarded(call, per_node_too=True) or self.m.callers_elsewhere(call, True):
+            return
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, ast.With) and any(
+                re.search(r"first|zero|lock", ast.unparse(item.context_expr), re.I)
+                for item in parent.items
+            ):
+                return  # the main process downloads, the others wait, then find the files
         self.add(call, fixable=False)
 
 
@@ -2493,7 +2594,9 @@ class WrapperAttribute(Rule):
             return
         name = dotted(node.value)
         scope = self.function_of(node)
-        if not name or self.tested(node, name) or self.in_test(node):
+        if not name or getattr(node, "from_import", False):
+            return  # `colbert.training.utils.f` read from an import, not the local `colbert` model
+        if self.tested(node, name) or self.in_test(node):
             return
         position = (node.lineno, node.col_offset)
         if name.startswith("self.") and name.count(".") == 1:
@@ -2556,6 +2659,10 @@ class WrapperAttribute(Rule):
                     r"module|isinstance|hasattr|Distributed|DDP|DataParallel", text
                 ):
                     return True
+                if re.search(r"distributed|parallel_mode|world_size|num_processes", text, re.I):
+                    return (
+                        True  # parler-tts' `if training_args.parallel_mode.value != "distributed":`
+                    )
         return False
 
 
@@ -3002,6 +3109,7 @@ RULE_CLASSES = [
     ForwardThroughModule,
     MakedirsOnEveryRank,
     UnevenTrainingBatches,
+    DownloadOnEveryRank,
 ]
 
 
@@ -3047,6 +3155,8 @@ class Qualify(ast.NodeTransformer):
         for n in ast.walk(new):
             ast.copy_location(n, node)
         new.qualified_from = node.id  # DDL102 is reported at the import, not again at every use
+        for n in ast.walk(new):
+            n.from_import = True  # a module path, whatever local names share its first part
         return new
 
 
@@ -3418,6 +3528,7 @@ class Project:
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL139",
     "DDL136",
     "DDL137",
     "DDL138",
@@ -3437,7 +3548,7 @@ REACHED = {
     "DDL133",
 }
 # a write or a tracker reached through a call that only some ranks make is theirs to make
-GUARDABLE = {"DDL107", "DDL128", "DDL132", "DDL137"}
+GUARDABLE = {"DDL107", "DDL128", "DDL132", "DDL137", "DDL139"}
 
 
 def one_call_away(checker):
