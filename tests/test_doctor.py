@@ -266,6 +266,24 @@ CASES = {
         "train_set = datasets.CIFAR10('./data', train=True)\n"
         "with FileLock('data.lock'):\n    test_set = datasets.MNIST('./data', download=True)\n",
     ),
+    "DDL140": (
+        "import shutil\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "shutil.rmtree(save_dir, ignore_errors=True)\nos.makedirs(save_dir, exist_ok=True)\n",
+        "import shutil\nimport tempfile\nimport torch.distributed as dist\ndist.init_process_group()\n"
+        "if dist.get_rank() == 0:\n    shutil.rmtree(save_dir, ignore_errors=True)\ndist.barrier()\n"
+        "tmp_dir = tempfile.mkdtemp()\nshutil.rmtree(tmp_dir)\n"
+        "shutil.rmtree(f'{save_dir}/rank{dist.get_rank()}')\n",
+    ),
+    "DDL141": (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "dist.init_process_group('nccl', world_size=torch.cuda.device_count(), rank=local_rank)\n",
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "def worker(rank, world_size):\n"
+        "    dist.init_process_group('nccl', world_size=world_size, rank=rank)\n"
+        "world_size = torch.cuda.device_count()\n"
+        "mp.spawn(worker, args=(world_size,), nprocs=world_size)\n",
+    ),
     "DDL131": (
         "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
         "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"

@@ -19,6 +19,35 @@ ACCELERATE_HEAD = (
 
 # name: (code, the mistake, done right)
 PAIRS = {
+    # -- corpus 9 (seen): a trainer clearing its save folder in every process; the GPU count as world size -----
+    "rmtree of the save folder in a base trainer's __init__, on every rank": (
+        "DDL140",
+        DDP_HEAD + "import shutil\nclass BaseTrainer:\n    def __init__(self, config, model):\n"
+        "        self.save_dir = config['save_dir']\n        if not config['resume']:\n"
+        "            shutil.rmtree(self.save_dir, ignore_errors=True)\n"
+        "        os.makedirs(self.save_dir, exist_ok=True)\n        self.model = DDP(model)\n"
+        "trainer = BaseTrainer(config, net)\n" + DDP_TAIL,
+        DDP_HEAD + "import shutil\nclass BaseTrainer:\n    def __init__(self, config, model):\n"
+        "        self.save_dir = config['save_dir']\n"
+        "        if not config['resume'] and dist.get_rank() == 0:\n"
+        "            shutil.rmtree(self.save_dir, ignore_errors=True)\n        dist.barrier()\n"
+        "        os.makedirs(self.save_dir, exist_ok=True)\n        self.model = DDP(model)\n"
+        "trainer = BaseTrainer(config, net)\n" + DDP_TAIL,
+    ),
+    "the GPU count as the world size of a torch.distributed.launch script": (
+        "DDL141",
+        "import torch\nimport torch.distributed as dist\nimport argparse\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--local-rank', type=int)\nargs = p.parse_args()\n"
+        "args.world_size = torch.cuda.device_count()\n"
+        "dist.init_process_group('nccl', init_method='env://', world_size=args.world_size,\n"
+        "                        rank=args.local_rank)\n"
+        "sampler = torch.utils.data.DistributedSampler(ds, num_replicas=args.world_size)\n"
+        + DDP_TAIL,
+        "import torch\nimport torch.distributed as dist\nimport os\n"
+        "dist.init_process_group('nccl')\nworld_size = dist.get_world_size()\n"
+        "ngpus = torch.cuda.device_count()\nprint(f'{world_size} processes, {ngpus} GPUs here')\n"
+        "sampler = torch.utils.data.DistributedSampler(ds, num_replicas=world_size)\n" + DDP_TAIL,
+    ),
     # -- a summed training loss under DDP / Accelerate (a VAE migrated with the guide) ----------------------
     "summed loss under DDP": (
         "DDL123",

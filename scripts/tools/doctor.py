@@ -219,6 +219,23 @@ RULES = {
         "half written, and downloads and extracts into the same files as the others: a torn archive, a "
         "checksum error, or a process that reads what another is still writing.",
     ),
+    "DDL140": (
+        "a folder removed (shutil.rmtree) on every rank",
+        "remove it on rank 0 alone, then a barrier before any rank writes into it",
+        "14-a-file-one-rank-writes-and-the-others-read",
+        "`shutil.rmtree(save_dir)` at start-up in every process deletes what a quicker process has already "
+        "created or written there: a FileNotFoundError in one process, a missing file or log in another, on "
+        "some launches and not others.",
+    ),
+    "DDL141": (
+        "the world size taken from the GPU count (torch.cuda.device_count())",
+        "let init_process_group() read WORLD_SIZE from the launcher, and ask dist.get_world_size() after it",
+        "2-join-the-process-group",
+        "Under a launcher (torchrun, torch.distributed.launch, srun) the world size is the number of processes "
+        "it started on every machine, not this machine's GPU count: with 2 nodes, or fewer processes than "
+        "GPUs, `init_process_group(world_size=torch.cuda.device_count())` waits for ranks that never come, "
+        "and a sampler with `num_replicas=` the GPU count gives each rank the wrong share.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1770,6 +1787,67 @@ class DownloadOnEveryRank(CallRule):
         self.add(call, fixable=False)
 
 
+class RmtreeOnEveryRank(CallRule):
+    """DDL140: `shutil.rmtree(path)` in a distributed script, on every rank: not under a rank check (one remover a
+    node included), not a per-rank or temporary folder, not in a method whose callers are in another module
+    (DBNet's base trainer clears its save folder in every process before making it again)."""
+
+    code = "DDL140"
+
+    def begin(self):
+        return self.m.distributed
+
+    def check(self, call, name, callee):
+        if name != "shutil.rmtree" or not call.args:
+            return
+        path = ast.unparse(call.args[0])
+        if (
+            PER_RANK.search(path)
+            or re.search(r"tmp|temp", path, re.I)  # mkdtemp(): each process's own
+            or self.m.guarded(call, per_node_too=True)
+            or self.m.callers_elsewhere(call, methods_only=True)
+            or self.in_test(call)
+        ):
+            return
+        self.add(call, fixable=False)
+
+
+def gpu_count(node, counts):
+    """`torch.cuda.device_count()` (any spelling), or a name assigned from it (`counts`)."""
+    if isinstance(node, ast.Call):
+        return dotted(node.func).endswith("device_count") and not node.args
+    return dotted(node) in counts if isinstance(node, (ast.Name, ast.Attribute)) else False
+
+
+class GpuCountAsWorldSize(Rule):
+    """DDL141: `init_process_group(world_size=...)` or `DistributedSampler(num_replicas=...)` given the GPU count
+    (`torch.cuda.device_count()`, or a name assigned from it alone) in a script that a launcher starts: it never
+    starts its own processes (no mp.spawn, start_processes or Process), where the GPU count is the number it
+    starts on one machine."""
+
+    code = "DDL141"
+
+    def begin(self):
+        if not self.m.distributed or {"spawn", "start_processes", "Process"} & set(self.m.calls):
+            return False
+        self.counts = {
+            dotted(target)
+            for node in self.m.nodes
+            if isinstance(node, ast.Assign) and gpu_count(node.value, ())
+            for target in node.targets
+            if isinstance(target, (ast.Name, ast.Attribute))
+        }
+        return True
+
+    def visit_Call(self, node):
+        argument = {"init_process_group": "world_size", "DistributedSampler": "num_replicas"}.get(
+            last(dotted(node.func))
+        )
+        value = keyword(node, argument) if argument else None
+        if value is not None and gpu_count(value, self.counts):
+            self.add(node, fixable=False)
+
+
 class UnevenTrainingBatches(Rule):
     """DDL138: `accelerator.even_batches = False` or `even_batches=False` handed to Accelerator or its
     DataLoaderConfiguration, in a script that calls backward, with no join of uneven inputs."""
@@ -3110,6 +3188,8 @@ RULE_CLASSES = [
     MakedirsOnEveryRank,
     UnevenTrainingBatches,
     DownloadOnEveryRank,
+    RmtreeOnEveryRank,
+    GpuCountAsWorldSize,
 ]
 
 
@@ -3528,6 +3608,8 @@ class Project:
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL141",
+    "DDL140",
     "DDL139",
     "DDL136",
     "DDL137",
@@ -3548,7 +3630,7 @@ REACHED = {
     "DDL133",
 }
 # a write or a tracker reached through a call that only some ranks make is theirs to make
-GUARDABLE = {"DDL107", "DDL128", "DDL132", "DDL137", "DDL139"}
+GUARDABLE = {"DDL107", "DDL128", "DDL132", "DDL137", "DDL139", "DDL140"}
 
 
 def one_call_away(checker):
@@ -3590,7 +3672,7 @@ def one_call_away(checker):
             if f.code == "DDL119" and syncs:
                 continue  # the caller picks no_sync around the call (wenet's `context = model.no_sync`)
             if f.code in GUARDABLE and (
-                checker.guarded(call, per_node_too=f.code == "DDL137")
+                checker.guarded(call, per_node_too=f.code in ("DDL137", "DDL140"))
                 or checker.callers_elsewhere(call, methods_only=True)
             ):
                 continue
