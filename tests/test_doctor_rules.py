@@ -34,6 +34,29 @@ PAIRS = {
         "        os.makedirs(self.save_dir, exist_ok=True)\n        self.model = DDP(model)\n"
         "trainer = BaseTrainer(config, net)\n" + DDP_TAIL,
     ),
+    # -- corpus 10 (seen): a summed loss in a function named for both; an eval set named run together ----------
+    "a summed training loss in a function that trains and evaluates": (
+        "DDL123",
+        DDP_HEAD + "def train_eval_ddp(model, loader):\n    model = DDP(model)\n"
+        "    loss_function = torch.nn.CrossEntropyLoss(reduction='sum').to(0)\n"
+        "    for x, y in loader:\n        loss = loss_function(model(x), y)\n        loss.backward()\n"
+        + DDP_TAIL,
+        DDP_HEAD + "def train_ddp(model, loader):\n    model = DDP(model)\n"
+        "    loss_function = torch.nn.CrossEntropyLoss().to(0)\n"
+        "    for x, y in loader:\n        loss = loss_function(model(x), y)\n        loss.backward()\n"
+        "def evaluate_ddp(model, loader):\n    loss_function = torch.nn.CrossEntropyLoss(reduction='sum')\n"
+        "    return sum(loss_function(model(x), y).item() for x, y in loader)\n" + DDP_TAIL,
+    ),
+    "a padding sampler over an eval set whose name runs together (valset)": (
+        "DDL127",
+        DDP_HEAD + "valsampler = torch.utils.data.distributed.DistributedSampler(valset)\n"
+        "valloader = DataLoader(valset, sampler=valsampler)\n"
+        "for x in valloader:\n    results += metric(x)\ndist.reduce(results, dst=0)\n" + DDP_TAIL,
+        DDP_HEAD + "trainsampler = torch.utils.data.distributed.DistributedSampler(trainset)\n"
+        "valshard = torch.utils.data.Subset(valset, range(rank, len(valset), world))\n"
+        "for x in DataLoader(valshard):\n    results += metric(x)\ndist.reduce(results, dst=0)\n"
+        "interval_sampler = DistributedSampler(interval_set)\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

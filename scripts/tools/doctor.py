@@ -74,7 +74,10 @@ RANK_WORDS = (
 )
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
-EVAL_WORDS = re.compile(r"eval|test|valid|predict|(?<![a-z])val(?![a-z])", re.I)
+# `val` alone or run together with what it names (`valset`, `valloader`: Depth-Anything-V2), not `interval`, `value`
+EVAL_WORDS = re.compile(
+    r"eval|test|valid|predict|(?<![a-z])val(?:set|ds|data|dataset|loader|sampler)?(?![a-z])", re.I
+)
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 RULES = {
@@ -2483,6 +2486,7 @@ class SummedLoss(Rule):
             evaluation = (
                 function is not None
                 and EVAL_WORDS.search(function.name)
+                and not backward_in(function.body)  # `train_eval_ddp()` trains too (isc-demos)
                 or any(no_grad(p) for p in self.m.parents_of(node))
                 or isinstance(parent, ast.Attribute)
                 and parent.attr == "item"
