@@ -57,6 +57,81 @@ PAIRS = {
         "for x in DataLoader(valshard):\n    results += metric(x)\ndist.reduce(results, dst=0)\n"
         "interval_sampler = DistributedSampler(interval_set)\n" + DDP_TAIL,
     ),
+    "COCO's evaluator.accumulate() is not accelerate's accumulate()": (
+        "DDL119",
+        DDP_HEAD + "model = DDP(net)\naccumulated = 0\nfor x, y in loader:\n"
+        "    F.cross_entropy(model(x), y).backward()\n    accumulated += 1\n"
+        "    if accumulated == args.accumulation_steps:\n        optimizer.step()\n"
+        "        accumulated = 0\ncoco_evaluator.accumulate()\n" + DDP_TAIL,
+        DDP_HEAD + "import contextlib\nmodel = DDP(net)\naccumulated = 0\nfor x, y in loader:\n"
+        "    last = accumulated + 1 == args.accumulation_steps\n"
+        "    with contextlib.nullcontext() if last else model.no_sync():\n"
+        "        F.cross_entropy(model(x), y).backward()\n    accumulated += 1\n"
+        "    if accumulated == args.accumulation_steps:\n        optimizer.step()\n"
+        "        accumulated = 0\ncoco_evaluator.accumulate()\n" + DDP_TAIL,
+    ),
+    "a step method's loop over micro-batches under Accelerate": (
+        "DDL119",
+        ACCELERATE_HEAD + "class Trainer:\n    def train_step(self):\n"
+        "        for _ in range(self.grad_accum_every):\n            loss = self.model(next(self.dl))\n"
+        "            self.accelerator.backward(loss / self.grad_accum_every)\n"
+        "        self.optim.step()\n        self.optim.zero_grad()\n",
+        ACCELERATE_HEAD + "class Trainer:\n    def train_step(self):\n"
+        "        for _ in range(self.grad_accum_every):\n"
+        "            with self.accelerator.accumulate(self.model):\n"
+        "                loss = self.model(next(self.dl))\n"
+        "                self.accelerator.backward(loss)\n"
+        "                self.optim.step()\n                self.optim.zero_grad()\n",
+    ),
+    # corpus 10's false findings (seen), each fixed at the rule
+    "a gather on rank 0 paired with the others' gather in the else": (
+        "DDL108",
+        DDP_HEAD + "if dist.get_rank() == 0:\n    parts = [torch.zeros(3) for _ in range(world)]\n"
+        "    dist.gather(chunk, parts)\n" + DDP_TAIL,
+        DDP_HEAD + "if dist.get_rank() == 0:\n    parts = [torch.zeros(3) for _ in range(world)]\n"
+        "    dist.gather(chunk, parts)\nelse:  # send results to the main process\n"
+        "    dist.gather(chunk)\n" + DDP_TAIL,
+    ),
+    "another library's Accelerator that unscales before clipping is not Hugging Face's": (
+        "DDL121",
+        "import torch\nfrom accelerate import Accelerator\naccel = Accelerator()\n"
+        "accel.backward(loss)\naccel.scaler.unscale_(optimizer)\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "import torch\nimport argbind\nfrom audiotools import ml\n"
+        "Accelerator = argbind.bind(ml.Accelerator, without_prefix=True)\naccel = Accelerator()\n"
+        "accel.backward(loss)\naccel.scaler.unscale_(optimizer)\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+    ),
+    "a trainer's save called by rank 0 when parallel, and in the single-process else": (
+        "DDL107",
+        DDP_HEAD + "class Engine:\n    def save(self):\n"
+        "        torch.save(self.model.state_dict(), f'model_{self.epoch}.pth')\n"
+        "parallel = bool(args.parallel_training)\nfor epoch in range(9):\n    trainer.train()\n"
+        "    trainer.save()\n" + DDP_TAIL,
+        DDP_HEAD + "class Engine:\n    def save(self):\n"
+        "        torch.save(self.model.state_dict(), f'model_{self.epoch}.pth')\n"
+        "parallel = bool(args.parallel_training)\nfor epoch in range(9):\n    trainer.train()\n"
+        "    if (parallel == True):\n        if (rank == 0):\n            trainer.save()\n"
+        "    else:\n        trainer.save()\n" + DDP_TAIL,
+    ),
+    "rank 0 alone testing on the whole test set divides by its length": (
+        "DDL114",
+        DDP_HEAD + "train_sampler = DistributedSampler(train_set)\n"
+        "test_sampler = DistributedSampler(test_set)\n"
+        "test_loader = DataLoader(test_set, sampler=test_sampler)\n"
+        "def test(model, test_loader):\n    correct = 0\n    for x, y in test_loader:\n"
+        "        correct += (model(x).argmax(1) == y).sum().item()\n"
+        "    print(correct / len(test_loader.dataset))\n"
+        "for epoch in range(9):\n    train_sampler.set_epoch(epoch)\n    if dist.get_rank() == 0:\n"
+        "        test(model, test_loader)\n" + DDP_TAIL,
+        DDP_HEAD + "train_sampler = DistributedSampler(train_set)\n"
+        "test_loader = DataLoader(test_set)\n"
+        "def test(model, test_loader):\n    correct = 0\n    for x, y in test_loader:\n"
+        "        correct += (model(x).argmax(1) == y).sum().item()\n"
+        "    print(correct / len(test_loader.dataset))\n"
+        "for epoch in range(9):\n    train_sampler.set_epoch(epoch)\n    if dist.get_rank() == 0:\n"
+        "        test(model, test_loader)\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -565,7 +565,8 @@ def per_node(test):
 
 # a test that means "this run is distributed": its else branch runs in a one-process run only
 DISTRIBUTED_FLAG = re.compile(
-    r"([\w.]*\.)?(distributed|is_distributed|ddp|use_ddp|multi_gpu|multiprocessing_distributed)"
+    r"([\w.]*\.)?(distributed|is_distributed|ddp|use_ddp|multi_gpu|multiprocessing_distributed|parallel"
+    r"|parallel_training)"
     r"|(torch\.)?(distributed|dist)\.is_initialized\(\)",
     re.I,
 )
@@ -628,7 +629,7 @@ class Checker:
         self_parents = {child: node for node in self.nodes for child in ast.iter_child_nodes(node)}
         calls = [n for n in self.nodes if isinstance(n, ast.Call)]
         names = {last(dotted(c.func)) for c in calls}
-        self.uses_accelerate = "Accelerator" in names
+        self.uses_accelerate = builds_accelerator(self.nodes)
         self.distributed = bool(
             names
             & {
@@ -674,7 +675,6 @@ class Checker:
             isinstance(n, ast.Attribute) and n.attr == "set_epoch" for n in self.nodes
         )
         self.reads_local_rank = any(reads_local_rank(n, self_parents) for n in self.nodes)
-        self.barriers = []  # (node, condition, polarity): a barrier on both sides of one rank check is a pair
         self.parent = self_parents
         self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
         for call in calls:
@@ -1081,6 +1081,16 @@ class Checker:
                 test, taken = parent.test, child not in parent.orelse
                 if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                     test, taken = test.operand, not taken
+                if (  # `if (parallel == True):` (transfuser) is `if parallel:`
+                    isinstance(test, ast.Compare)
+                    and len(test.ops) == 1
+                    and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))
+                    and isinstance(test.comparators[0], ast.Constant)
+                    and type(test.comparators[0].value) is bool
+                ):
+                    negated = isinstance(test.ops[0], (ast.NotEq, ast.IsNot))
+                    taken ^= negated ^ (not test.comparators[0].value)
+                    test = test.left
                 if taken and ast.unparse(test) in self.off_when_distributed:
                     return True
                 if not taken and DISTRIBUTED_FLAG.fullmatch(ast.unparse(test)):
@@ -1414,22 +1424,26 @@ class WriteOnEveryRank(CallRule):
 
 
 class CollectiveUnderRankCheck(CallRule):
-    """DDL108: a collective under a rank check (not a subgroup's). A barrier is paired: one on each side of
-    the same check, or under two different checks of one function (torch_distributed_zero_first), is fine."""
+    """DDL108: a collective under a rank check (not a subgroup's). A collective is paired by one of the same
+    name on the other side of the same check (rank 0's `gather(t, gather_list)` in the if, every other rank's
+    `gather(t)` in the else: nerfplusplus); a barrier also by one under another check of the same function
+    (torch_distributed_zero_first)."""
 
     code = "DDL108"
 
     def begin(self):
-        self.barriers = []  # (node, condition, polarity)
+        self.under_checks = []  # (node, condition, polarity, callee)
         return True
 
     def end(self):
         sides, checks = {}, {}
-        for node, condition, polarity in self.barriers:
-            sides.setdefault(condition, set()).add(polarity)
-            checks.setdefault(self.function_of(node), set()).add((condition, polarity))
-        for node, condition, _ in self.barriers:
-            if len(sides[condition]) < 2 and len(checks[self.function_of(node)]) < 2:
+        for node, condition, polarity, callee in self.under_checks:
+            sides.setdefault((condition, callee), set()).add(polarity)
+            if callee in BARRIERS:
+                checks.setdefault(self.function_of(node), set()).add((condition, polarity))
+        for node, condition, _, callee in self.under_checks:
+            barrier_pair = callee in BARRIERS and len(checks[self.function_of(node)]) >= 2
+            if len(sides[condition, callee]) < 2 and not barrier_pair:
                 self.add(node)
 
     def check(self, call, name, callee):
@@ -1442,10 +1456,8 @@ class CollectiveUnderRankCheck(CallRule):
             and keyword(call, "group") is None  # a subgroup's collective is for its members only
         ):
             check = self.rank_check(call)
-            if check is not None and callee in BARRIERS:
-                self.barriers.append((call, *check))
-            elif check is not None:
-                self.add(call)
+            if check is not None:
+                self.under_checks.append((call, *check, callee))
         elif name in self.m.project.collective_helpers and self.rank_check(call) is not None:
             self.add(call)  # a function of another module of the project that runs a collective
         else:
@@ -1987,6 +1999,8 @@ class DatasetLengthDenominator(Rule):
             and denominator.args[0].attr == "dataset"
         ):
             return
+        if self.m.guarded(denominator) and not self.eval_sharded():
+            return  # rank 0 alone evaluates the whole test set (Princeton's mnist_classify_ddp.py)
         names = {dotted(n) for n in ast.walk(numerator) if isinstance(n, (ast.Name, ast.Attribute))}
         reductions = self.m.reductions
         unknown = (
@@ -1997,6 +2011,15 @@ class DatasetLengthDenominator(Rule):
             for n in names - {""}
         ):
             self.add(denominator)
+
+    def eval_sharded(self):
+        """Whether a DistributedSampler (or a Subset shard) is built over an evaluation set here."""
+        return any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in ("DistributedSampler", "Subset")
+            and EVAL_WORDS.search(" ".join(ast.unparse(a) for a in n.args[:1]))
+            for n in self.m.nodes
+        )
 
 
 class ManagerAsStatement(Rule):
@@ -2251,12 +2274,28 @@ class AccumulationWithoutNoSync(Rule):
         self.wrapped_here = wraps
         return bool(
             (wraps or elsewhere)
-            and not names
-            & {"no_sync", "accumulate", "set_requires_gradient_sync"}  # FSDP2's no_sync
+            and not names & {"no_sync", "set_requires_gradient_sync"}  # FSDP2's no_sync
+            and not self.accumulates()
             and not any("sync" in n.lower() and "ddp" in n.lower() for n in names)  # misc.ddp_sync
             and "require_backward_grad_sync" not in words
             and "no_sync"
             not in words  # `ctx = model.no_sync if ... else nullcontext` (accelerate's)
+        )
+
+    def accumulates(self):
+        """accelerate's `accumulate(model)`: a `with` block's manager, or called on an accelerator; not COCO's
+        `coco_evaluator.accumulate()` (isc-demos' maskrcnn engine), which sums evaluation results."""
+        managers = {
+            id(item.context_expr)
+            for n in self.m.nodes
+            if isinstance(n, (ast.With, ast.AsyncWith))
+            for item in n.items
+        }
+        return any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) == "accumulate"
+            and (id(n) in managers or "accelerat" in dotted(n.func).lower())
+            for n in self.m.nodes
         )
 
     def add(self, node, fixable=True):
@@ -2292,7 +2331,11 @@ class AccumulationWithoutNoSync(Rule):
         outer = self.m.parent.get(node)
         _, after = siblings(self.m, node)
         if (
-            isinstance(outer, (ast.For, ast.While))
+            # in a loop, or a step function's `for _ in range(self.grad_accum_every):` (muse-maskgit's)
+            (
+                isinstance(outer, (ast.For, ast.While))
+                or ACCUMULATION_NAMES.search(ast.unparse(node.iter))
+            )
             and backward_in(node.body)
             and not steps_in(node.body)
             and steps_in(after)
@@ -3884,9 +3927,25 @@ def main(argv=None):
 
 
 def uses_accelerate(source):
-    tree = ast.parse(source)
+    return builds_accelerator(list(ast.walk(ast.parse(source))))
+
+
+def builds_accelerator(nodes):
+    """Whether the module makes Hugging Face's Accelerator: `accelerate.Accelerator(...)`, or a bare
+    `Accelerator(...)` in a module that imports accelerate. Not audiotools' `ml.Accelerator` (descript-audio-codec:
+    its own DDP wrapper and GradScaler, which it unscales before clipping)."""
+    imports = any(
+        isinstance(n, ast.ImportFrom)
+        and (n.module or "").split(".")[0] == "accelerate"
+        or isinstance(n, ast.Import)
+        and any(a.name.split(".")[0] == "accelerate" for a in n.names)
+        for n in nodes
+    )
     return any(
-        isinstance(n, ast.Call) and last(dotted(n.func)) == "Accelerator" for n in ast.walk(tree)
+        isinstance(n, ast.Call)
+        and last(dotted(n.func)) == "Accelerator"
+        and (dotted(n.func).startswith("accelerate.") or "." not in dotted(n.func) and imports)
+        for n in nodes
     )
 
 
