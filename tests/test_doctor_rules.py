@@ -1160,3 +1160,57 @@ def test_what_corpus_9_taught_each_on_a_bad_and_a_good_script():
         "    return [model.register_forward_hook(functools.partial(save_hook))]\n" + DDP_TAIL
     )
     assert [f.code for f in doctor.check_source(hook)] == []
+
+
+def test_a_padding_eval_sampler_built_by_a_helper_of_another_module(tmp_path):
+    """Corpus 10 (seen): SegmenTron's train.py calls `make_data_sampler(val_dataset, False, distributed)`, a
+    function of segmentron/utils/distributed.py (star-imported) that returns `DistributedSampler(dataset,
+    shuffle=shuffle)`, and its metric class all-reduces the padded duplicates (score.py). Corpora 9 and 10 had
+    ten such samplers built in another module; doctor had read none of them."""
+    helpers = (
+        "import torch.utils.data as data\nfrom torch.utils.data import DistributedSampler\n"
+        "def make_data_sampler(dataset, shuffle, distributed):\n    if distributed:\n"
+        "        return DistributedSampler(dataset, shuffle=shuffle)\n"
+        "    return data.SequentialSampler(dataset)\n"
+        "def make_loader(dataset, batch, distributed):\n"
+        "    return data.DataLoader(dataset, batch, sampler=make_data_sampler(dataset, 0, distributed))\n"
+    )
+    score = (
+        "import torch.distributed as dist\nclass SegmentationMetric:\n"
+        "    def update(self, pred, target):\n        correct = (pred == target).sum()\n"
+        "        dist.all_reduce(correct)\n        self.correct += correct\n"
+    )
+    train = (
+        "import torch.distributed as dist\nfrom seg.utils.distributed import *\n"
+        "from seg.utils.score import SegmentationMetric\ndist.init_process_group()\n"
+        "train_sampler = make_data_sampler(train_dataset, shuffle=True, distributed=True)\n"
+        "{val}\nmetric = SegmentationMetric()\nfor x, y in val_loader:\n    metric.update(model(x), y)\n"
+        "dist.destroy_process_group()\n"
+    )
+    pkg = {
+        "seg/__init__.py": "",
+        "seg/utils/__init__.py": "",
+        "seg/utils/distributed.py": helpers,
+        "seg/utils/score.py": score,
+    }
+    bad = [
+        "val_sampler = make_data_sampler(val_dataset, False, True)",
+        "val_loader = make_loader(val_dataset, 32, True)",
+    ]
+    for i, line in enumerate(bad):
+        files = {**pkg, "tools/train.py": train.format(val=line)}
+        assert "DDL127" in check_in_project(tmp_path / f"bad{i}", files, "tools/train.py"), line
+    good = [
+        "val_loader = DataLoader(Subset(val_dataset, range(rank, len(val_dataset), world)))",
+        "test_sampler = make_data_sampler(test_dataset, False, False)\n"
+        "results = results[: len(test_dataset)]",  # the padding trimmed after the gather
+    ]
+    for i, line in enumerate(good):
+        files = {**pkg, "tools/train.py": train.format(val=line)}
+        assert "DDL127" not in check_in_project(tmp_path / f"good{i}", files, "tools/train.py"), (
+            line
+        )
+    # no reduction anywhere: the padding is not counted twice (a shard's metric is another mistake)
+    files = {**pkg, "seg/utils/score.py": score.replace("dist.all_reduce(correct)", "pass")}
+    files["tools/train.py"] = train.format(val=bad[0])
+    assert "DDL127" not in check_in_project(tmp_path / "unreduced", files, "tools/train.py")

@@ -2855,6 +2855,38 @@ class HardcodedGpuCount(Rule):
             self.add(node, fixable=False)
 
 
+def pads(call):
+    """A `DistributedSampler(...)` that pads: drop_last not set, or set to a literal False."""
+    if not (isinstance(call, ast.Call) and last(dotted(call.func)) == "DistributedSampler"):
+        return False
+    drop = keyword(call, "drop_last")
+    return drop is None or isinstance(drop, ast.Constant) and drop.value is False
+
+
+def padding_sampler_functions(tree):
+    """A module's top-level functions that build a padding DistributedSampler over the dataset they are handed,
+    themselves or through another such function of the module (maskrcnn-benchmark's `make_data_loader` calling
+    `make_data_sampler`)."""
+    functions = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    calls = {
+        f.name: {last(dotted(n.func)) for n in ast.walk(f) if isinstance(n, ast.Call)}
+        for f in functions
+    }
+    found = {  # the sampler of a dataset the function is handed, not one it builds itself
+        f.name
+        for f in functions
+        if any(
+            pads(n)
+            and n.args
+            and dotted(n.args[0]) in {a.arg for a in [*f.args.args, *f.args.kwonlyargs]}
+            for n in ast.walk(f)
+        )
+    }
+    for _ in range(3):  # a chain of helpers: one more link each pass
+        found |= {name for name, called in calls.items() if called & found}
+    return frozenset(found)
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -2871,12 +2903,38 @@ class PaddedEvalSampler(Rule):
     def begin(self):
         names = set(self.m.calls)
         reduced = any(reduces(c) for calls in self.m.calls.values() for c in calls)
-        if not ("DistributedSampler" in names and reduced):
+        # the reduction may be a project function's or class's this module calls (SegmenTron's metric)
+        reducers = [
+            text
+            for calls in self.m.calls.values()
+            for c in calls
+            if (text := self.m.project.reducer(c)) is not None
+        ]
+        self.helpers = self.m.project.sampler_helpers | padding_sampler_functions(self.m.tree)
+        self.helper_calls, self.reported_in = [], set()
+        built = "DistributedSampler" in names or any(
+            dotted(c.func) in self.helpers for calls in self.m.calls.values() for c in calls
+        )
+        if not (built and (reduced or reducers)):
             return False
-        text = ast.unparse(self.m.tree)
+        text = "\n".join([ast.unparse(self.m.tree), *reducers])
         return not self.TRIMMED.search(text)
 
     def visit_Call(self, node):
+        if dotted(node.func) in self.helpers and self.m.distributed:
+            # `make_data_sampler(val_dataset, False, distributed)`, `make_data_loader(cfg, is_train=False)`
+            said = [*assigned_to(self.m, node), *map(ast.unparse, node.args)]
+            said += [
+                k.arg
+                for k in node.keywords
+                if k.arg and isinstance(k.value, ast.Constant) and k.value.value is False
+            ]  # is_train=False
+            said += [ast.unparse(k.value) for k in node.keywords]
+            if any(EVAL_WORDS.search(x) for x in said) or any(
+                re.fullmatch(r"(is_)?train(ing)?", x) for x in said
+            ):
+                self.helper_calls.append(node)
+            return
         if last(dotted(node.func)) != "DistributedSampler" or not node.args:
             return
         drop = keyword(node, "drop_last")
@@ -2888,6 +2946,15 @@ class PaddedEvalSampler(Rule):
             isinstance(shuffle, ast.Constant) and shuffle.value is False
         ):
             self.add(node, fixable=False)
+            function = self.function_of(node)
+            self.reported_in.add(function.name if function else None)
+
+    def end(self):
+        for call in (
+            self.helper_calls
+        ):  # once: not again at the call of a helper of this file reported inside
+            if last(dotted(call.func)) not in self.reported_in:
+                self.add(call, fixable=False)
 
 
 def sets_requires_grad(node, value):
@@ -3336,6 +3403,9 @@ class Project:
         self.wrapped_by_importer = False
         # qualified call names: "improved_diffusion.dist_util.load_state_dict", "utils.general.yaml_save"
         self.collective_helpers, self.writer_helpers = set(), set()
+        # functions of the imported modules that build a padding DistributedSampler (SegmenTron's
+        # `make_data_sampler(dataset, shuffle, distributed)`), reached by name: the eval set's is DDL127's
+        self.sampler_helpers = set()
         # qualified call name -> (module path, top-level function or class): what a call of this file runs
         self.defined = {}
         # flags the imported modules set under a rank check (a base class's `self.save_models = False`)
@@ -3365,6 +3435,16 @@ class Project:
             if isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 found = self.resolve(here, module, node.level)
+                star = found if [a.name for a in node.names] == ["*"] else None
+                if star is not None and star != here:
+                    # `from segmentron.utils.distributed import *`: its functions, called by bare name
+                    self.rank_flags |= self.flags_in(star)
+                    for name in self.spans(star):
+                        self.defined[name] = (star, name)
+                    self.collective_helpers |= self.collectives_in(star)
+                    self.writer_helpers |= self.writers_in(star)
+                    self.sampler_helpers |= Project.samplers_in(star)
+                    continue
                 for alias in node.names:
                     # `from pkg import dist_util`: a module; `from dist_util import f`: a function of it
                     named = f"{module}.{alias.name}" if module else alias.name
@@ -3384,6 +3464,8 @@ class Project:
                             self.collective_helpers.add(qualified)
                         if alias.name in self.writers_in(source):
                             self.writer_helpers.add(qualified)
+                        if alias.name in Project.samplers_in(source):
+                            self.sampler_helpers.add(qualified)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     target = self.resolve(here, alias.name, 0) or by_name.get(
@@ -3421,6 +3503,26 @@ class Project:
             self.collective_helpers.add(f"{prefix}.{function}")
         for function in self.writers_in(module_path):
             self.writer_helpers.add(f"{prefix}.{function}")
+        for function in Project.samplers_in(module_path):
+            self.sampler_helpers.add(f"{prefix}.{function}")
+
+    @staticmethod
+    @functools.cache
+    def samplers_in(module_path):
+        return padding_sampler_functions(Project.tree(module_path))
+
+    def reducer(self, call):
+        """The text of the project function or class a call runs, when it combines ranks' values (SegmenTron's
+        `SegmentationMetric`, whose update() all-reduces; maskrcnn-benchmark's `do_train`), else None."""
+        target = self.defined.get(dotted(call.func))
+        if target is None:
+            return None
+        module, name = target
+        first, end = Project.spans(module).get(name, (0, -1))
+        text = "\n".join(Project.text(module).splitlines()[first - 1 : end])
+        return (
+            text if re.search(r"all_reduce|all_gather|\breduce\w*\(|\bgather\w*\(", text) else None
+        )
 
     WRITES = {
         "save",
