@@ -132,6 +132,28 @@ PAIRS = {
         "for epoch in range(9):\n    train_sampler.set_epoch(epoch)\n    if dist.get_rank() == 0:\n"
         "        test(model, test_loader)\n" + DDP_TAIL,
     ),
+    "a write in the function mp.spawn runs, also called directly when not distributed": (
+        "DDL107",
+        "import torch\nimport torch.multiprocessing as mp\nfrom shutil import copyfile\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def run(rank, world_size, args):\n    if world_size > 1:\n        setup_dist(rank, world_size)\n"
+        "    model = DDP(get_model())\n    with open(f'{args.exp_dir}/model.txt', 'w') as f:\n"
+        "        print(model, file=f)\n"
+        "    copyfile(src=args.exp_dir / 'best.pt', dst=args.exp_dir / 'best-stage1.pt')\n"
+        "def main():\n    args = get_parser().parse_args()\n    if args.world_size > 1:\n"
+        "        mp.spawn(run, args=(args.world_size, args), nprocs=args.world_size)\n"
+        "    else:\n        run(rank=0, world_size=1, args=args)\n",
+        "import torch\nimport uuid\nimport torch.multiprocessing as mp\nfrom shutil import copyfile\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def run(rank, world_size, args):\n    if world_size > 1:\n        setup_dist(rank, world_size)\n"
+        "    model = DDP(get_model())\n    if rank == 0:\n"
+        "        with open(f'{args.exp_dir}/model.txt', 'w') as f:\n            print(model, file=f)\n"
+        "        copyfile(src=args.exp_dir / 'best.pt', dst=args.exp_dir / 'best-stage1.pt')\n"
+        "    torch.save(batch, f'{args.exp_dir}/batch-{uuid.uuid4()}.pt')\n"
+        "def main():\n    args = get_parser().parse_args()\n    if args.world_size > 1:\n"
+        "        mp.spawn(run, args=(args.world_size, args), nprocs=args.world_size)\n"
+        "    else:\n        run(rank=0, world_size=1, args=args)\n",
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -58,7 +58,10 @@ COLLECTIVES = {
 }
 # a file name made from the rank is one file per process: nothing is overwritten
 # (TORCHELASTIC_ERROR_FILE: torchrun hands each worker a file of its own)
-PER_RANK = re.compile(r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE", re.I)
+# a name no other process makes: its rank, or a uuid / pid (vall-e's `batch-{uuid4()}.pt`)
+PER_RANK = re.compile(
+    r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE|uuid|getpid", re.I
+)
 # `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
 RANK_WORDS = (
     "rank",
@@ -766,6 +769,9 @@ class Checker:
         if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
             given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
             return next((value for value in given if value is not None), None)
+        if name.startswith("shutil.copy") and keyword(call, "dst") is not None:
+            path = keyword(call, "dst")  # copyfile(src=best, dst=exp_dir / "best-stage1.pt")
+            return None if self.parameter_path(call, path) else path
         if name in FILE_WRITERS and len(call.args) > FILE_WRITERS[name]:
             path = call.args[
                 FILE_WRITERS[name]
@@ -856,6 +862,19 @@ class Checker:
             return False  # called here, or handed to mp.spawn: the training function itself
         given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
         return any(isinstance(n, ast.Name) and n.id in given for n in ast.walk(path))
+
+    @functools.cached_property
+    def spawned(self):
+        """Names of this module's functions a launcher starts in every process: `mp.spawn(run, ...)`,
+        `start_processes(run, ...)`, `Process(target=run)`."""
+        return {
+            a.id
+            for c in self.nodes
+            if isinstance(c, ast.Call)
+            and last(dotted(c.func)) in ("spawn", "start_processes", "Process")
+            for a in [*c.args[:1], *(k.value for k in c.keywords if k.arg in ("fn", "target"))]
+            if isinstance(a, ast.Name)
+        }
 
     @functools.cached_property
     def handed_on(self):
@@ -1002,6 +1021,8 @@ class Checker:
                         ("torch.", "np.", "numpy.", "json.", "pickle.")
                     )
                 ]
+                if parent.name in self.spawned:
+                    return False  # mp.spawn runs it on every rank, whatever its direct calls (vall-e's run)
                 if not calls and parent.name in self.passed_functions:
                     return True  # a hook or callback (register_save_state_pre_hook(f)): its caller decides
                 if not calls and function_of(self, parent) is not None:
@@ -2415,6 +2436,9 @@ FILE_WRITERS = {
     "vutils.save_image": 1,
     "safetensors.torch.save_file": 1,
     "save_file": 1,
+    "shutil.copyfile": 1,  # vall-e's best checkpoints copied by every rank
+    "shutil.copy": 1,
+    "shutil.copy2": 1,
 }
 # serializers that write into a file handle, their second argument (DDL107)
 DUMPS = (
