@@ -154,6 +154,20 @@ PAIRS = {
         "        mp.spawn(run, args=(args.world_size, args), nprocs=args.world_size)\n"
         "    else:\n        run(rank=0, world_size=1, args=args)\n",
     ),
+    "a function of the script handed the prepared model calls generate on it": (
+        "DDL125",
+        ACCELERATE_HEAD
+        + "def evaluation_loop(model, loader, accelerator):\n    for batch in loader:\n"
+        "        tokens = model.generate(batch['input_features'], max_new_tokens=255)\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for epoch in range(3):\n    evaluation_loop(model, loader, accelerator)\n",
+        ACCELERATE_HEAD
+        + "def evaluation_loop(model, loader, accelerator):\n    for batch in loader:\n"
+        "        tokens = model.generate(batch['input_features'], max_new_tokens=255)\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for epoch in range(3):\n"
+        "    evaluation_loop(accelerator.unwrap_model(model), loader, accelerator)\n",
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -2760,20 +2760,43 @@ class WrapperAttribute(Rule):
                     self.add(node, fixable=False)
                     break
             return
+        if self.wrapped_at(name, scope, node, callers=True):
+            self.add(node, fixable=False)
+
+    def wrapped_at(self, name, scope, node, callers=False):
+        """Whether `name`, read at `node` in `scope`, was last bound to a wrap there (or in a scope around it).
+        A parameter is what the callers pass: with `callers`, wrapped where a call of this module hands it a
+        wrapped name (peft's `evaluation_loop(model, ...)` given the prepared model), one call deep."""
+        position = (node.lineno, node.col_offset)
         while True:  # the innermost function (or the module) that binds the name
             entries = self.bindings.get((scope, name))
             if entries is not None or scope is None:
                 break
-            if any(a.arg == name for a in ast.walk(scope.args) if isinstance(a, ast.arg)):
-                return  # a parameter: what the caller passes
+            params = [a.arg for a in [*scope.args.posonlyargs, *scope.args.args]]
+            if name in params or name in [a.arg for a in scope.args.kwonlyargs]:
+                return callers and self.handed_a_wrap(scope, name, params)
             scope = self.function_of(scope)
         before = [
             wrapped
             for at, wrapped, binding in sorted(entries or [], key=lambda e: e[0])
             if at < position and not self.apart(binding, node)
         ]
-        if before and before[-1]:
-            self.add(node, fixable=False)
+        return bool(before and before[-1])
+
+    def handed_a_wrap(self, function, name, params):
+        """Whether a call of `function` in this module passes a wrapped name as its parameter `name`."""
+        index = params.index(name) if name in params else None
+        for call in self.m.calls.get(function.name, []):
+            if dotted(call.func) != function.name:
+                continue  # `self.f(...)`, `other.f(...)`: not surely this function
+            given = [k.value for k in call.keywords if k.arg == name]
+            if index is not None and index < len(call.args):
+                given.append(call.args[index])
+            for value in given:
+                passed = dotted(value)
+                if passed and self.wrapped_at(passed, self.function_of(call), call):
+                    return True
+        return False
 
     def apart(self, binding, node):
         """Whether a binding and an access sit in different branches of one `if` (a DDP wrap under
