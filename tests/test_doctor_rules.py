@@ -168,6 +168,25 @@ PAIRS = {
         "for epoch in range(3):\n"
         "    evaluation_loop(accelerator.unwrap_model(model), loader, accelerator)\n",
     ),
+    "early stopping fed each rank's own validation loss": (
+        "DDL134",
+        DDP_HEAD
+        + "def vali(model, loader):\n    losses = [F.mse_loss(model(x), y).item() for x, y in loader]\n"
+        "    return sum(losses) / len(losses)\nmodel = DDP(net)\nfor epoch in range(99):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n    vali_loss = vali(model, vali_loader)\n"
+        "    early_stopping(vali_loss, model, path)\n    if early_stopping.early_stop:\n        break\n"
+        + DDP_TAIL,
+        DDP_HEAD
+        + "def vali(model, loader):\n    losses = [F.mse_loss(model(x), y).item() for x, y in loader]\n"
+        "    mean = torch.tensor(sum(losses) / len(losses))\n"
+        "    dist.all_reduce(mean)  # every rank stops at the same epoch\n"
+        "    return mean.item() / dist.get_world_size()\nmodel = DDP(net)\nfor epoch in range(99):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n    vali_loss = vali(model, vali_loader)\n"
+        "    early_stopping(vali_loss, model, path)\n    if early_stopping.early_stop:\n        break\n"
+        + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

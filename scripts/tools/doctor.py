@@ -1629,6 +1629,42 @@ class SkipOnLocalCondition(Rule):
 
     code = "DDL134"
     NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
+    EARLY_STOP = re.compile(r"early_?stop|should_stop|stop_training", re.I)
+
+    def fed_unreduced(self, node, loop):
+        """Whether the early stopper the test reads (`if early_stopping.early_stop: break`) is fed, in the loop,
+        a value each process computed alone: the result of a function of this module or of the project that
+        reduces nothing (TEMPO's `vali()`, its loss over the rank's own shard). A value from elsewhere may be
+        reduced: not known, not reported."""
+        receivers = {
+            dotted(n.value)
+            for n in ast.walk(node.test)
+            if isinstance(n, ast.Attribute) and dotted(n.value)
+        }
+        fed = [
+            a
+            for n in ast.walk(loop)
+            if isinstance(n, ast.Call)
+            and (dotted(n.func) in receivers or self.EARLY_STOP.search(dotted(n.func)))
+            for a in n.args[:1]
+        ]
+        reductions = self.m.reductions
+        for value in fed:
+            name = dotted(value)
+            if not name or name in reductions.reduced:
+                continue
+            for made in reductions.results.get(name, []):
+                call = head_call(made)
+                if call is None:
+                    continue
+                local = reductions.defined.get(last(dotted(call.func)))
+                if local is not None:
+                    if not any(isinstance(n, ast.Call) and reduces(n) for n in ast.walk(local)):
+                        return True
+                elif dotted(call.func) in self.m.project.defined:
+                    if self.m.project.reducer(call) is None:
+                        return True
+        return False
 
     def begin(self):
         return self.m.wraps_in_ddp or self.m.uses_accelerate
@@ -1648,6 +1684,14 @@ class SkipOnLocalCondition(Rule):
                 self.add(node, fixable=False)
             return
         if not leaves or loop is None:
+            return
+        if (
+            isinstance(leaves[0], ast.Break)
+            and self.EARLY_STOP.search(ast.unparse(node.test))
+            and trains(loop.body)
+            and self.fed_unreduced(node, loop)
+        ):
+            self.add(node, fixable=False)  # each process stops at its own epoch: the others wait
             return
         if not (self.NON_FINITE.search(ast.unparse(node.test)) or per_rank):
             return
