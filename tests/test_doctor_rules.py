@@ -187,6 +187,15 @@ PAIRS = {
         "    early_stopping(vali_loss, model, path)\n    if early_stopping.early_stop:\n        break\n"
         + DDP_TAIL,
     ),
+    "a pathlib folder made after an exists() check on every rank": (
+        "DDL137",
+        ACCELERATE_HEAD + "from pathlib import Path\nclass_images_dir = Path(args.class_data_dir)\n"
+        "if not class_images_dir.exists():\n    class_images_dir.mkdir(parents=True)\n",
+        ACCELERATE_HEAD + "from pathlib import Path\nclass_images_dir = Path(args.class_data_dir)\n"
+        "class_images_dir.mkdir(parents=True, exist_ok=True)\n"
+        "if accelerator.is_main_process:\n    Path(args.output_dir).mkdir()\n"
+        "Path(f'cache/rank{accelerator.process_index}').mkdir()\n",
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

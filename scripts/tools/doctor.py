@@ -202,7 +202,7 @@ RULES = {
         "gradients equal across ranks through the wrapper, different through .module).",
     ),
     "DDL137": (
-        "a folder created with os.makedirs (no exist_ok=True) or os.mkdir on every rank",
+        "a folder created with os.makedirs or Path.mkdir (no exist_ok=True) or os.mkdir on every rank",
         "os.makedirs(path, exist_ok=True), or create it on rank 0 before a barrier",
         "14-a-file-one-rank-writes-and-the-others-read",
         "`if not os.path.exists(d): os.makedirs(d)` run by every process is a race: two processes see no folder, "
@@ -1808,8 +1808,9 @@ class ForwardThroughModule(Rule):
 
 
 class MakedirsOnEveryRank(CallRule):
-    """DDL137: `os.makedirs(path)` without exist_ok=True, or `os.mkdir(path)`, in a distributed script, on
-    every rank (not guarded, not a per-rank folder, not inside a try that catches the error)."""
+    """DDL137: `os.makedirs(path)` without exist_ok=True, `os.mkdir(path)`, or pathlib's `folder.mkdir(...)`
+    without exist_ok=True, in a distributed script, on every rank (not guarded, not a per-rank folder, not
+    inside a try that catches the error)."""
 
     code = "DDL137"
 
@@ -1817,17 +1818,26 @@ class MakedirsOnEveryRank(CallRule):
         return self.m.distributed
 
     def check(self, call, name, callee):
-        if name not in ("os.makedirs", "os.mkdir") or not call.args:
-            return
         exist_ok = keyword(call, "exist_ok")
-        if name == "os.makedirs" and (
-            exist_ok is not None
-            and not (isinstance(exist_ok, ast.Constant) and not exist_ok.value)
-            or len(call.args) > 2
+        allowed = exist_ok is not None and not (
+            isinstance(exist_ok, ast.Constant) and not exist_ok.value
+        )
+        if name in ("os.makedirs", "os.mkdir") and call.args:
+            folder = call.args[0]
+            if name == "os.makedirs" and (allowed or len(call.args) > 2):
+                return
+        elif (  # `folder.mkdir(parents=True)` after `if not folder.exists():` (PEFT's dreambooth)
+            callee == "mkdir"
+            and isinstance(call.func, ast.Attribute)
+            and not getattr(call.func, "from_import", False)  # an imported `mkdir` helper
+            and not name.startswith(("os.", "tf.", "fs.", "gfile"))
+            and not allowed
         ):
+            folder = call.func.value
+        else:
             return
         if (
-            PER_RANK.search(ast.unparse(call.args[0]))
+            PER_RANK.search(ast.unparse(folder))
             or self.m.guarded(
                 call, per_node_too=True
             )  # one creator a node: shared folders are rare
