@@ -196,6 +196,18 @@ PAIRS = {
         "if accelerator.is_main_process:\n    Path(args.output_dir).mkdir()\n"
         "Path(f'cache/rank{accelerator.process_index}').mkdir()\n",
     ),
+    "samples saved by every rank for a written-out list of models": (
+        "DDL107",
+        ACCELERATE_HEAD + "from torchvision.utils import save_image\n"
+        "to_evaluate = ((vae, str(steps)),)\nif use_ema:\n"
+        "    to_evaluate = ((ema, f'{steps}.ema'),) + to_evaluate\n"
+        "for model, filename in to_evaluate:\n    save_image(model(x), f'results/{filename}.png')\n",
+        ACCELERATE_HEAD + "from torchvision.utils import save_image\n"
+        "for i, image in enumerate(accelerator.prepare(loader)):\n"
+        "    save_image(model(image), f'results/{i}.png')\n"
+        "if accelerator.is_main_process:\n    for model, filename in ((vae, 'vae'), (ema, 'ema')):\n"
+        "        save_image(model(x), f'results/{filename}.png')\n",
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

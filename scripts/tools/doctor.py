@@ -1426,11 +1426,37 @@ class WriteOnEveryRank(CallRule):
                 return True
         return False
 
+    def fixed_items(self, loop):
+        """A loop over items the script wrote out, the same on every rank: `for model, name in ((vae,
+        "vae"), (ema, "ema")):`, or over a name bound only to such tuples (muse-maskgit's vaes_to_evaluate)."""
+        if not isinstance(loop, ast.For):
+            return False
+
+        own = loop.iter.id if isinstance(loop.iter, ast.Name) else None
+
+        def literal(value):  # a tuple or list written out, or grown from one: `((ema, ...),) + own`
+            if isinstance(value, ast.BinOp):
+                return literal(value.left) and literal(value.right)
+            return isinstance(value, (ast.Tuple, ast.List)) or dotted(value) == own
+
+        if not isinstance(loop.iter, ast.Name):
+            return isinstance(loop.iter, (ast.Tuple, ast.List, ast.BinOp)) and literal(loop.iter)
+        scope = self.function_of(loop) or self.m.tree
+        values = [
+            node.value
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == loop.iter.id for t in node.targets)
+        ]
+        return bool(values) and all(map(literal, values))
+
     def per_item(self, call, path):
         used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
         for parent in self.m.parents_of(call):
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return False
+            if self.fixed_items(parent):
+                continue  # every rank writes the same files for them
             if isinstance(parent, (ast.For, ast.While)):
                 bound = {
                     n.id
