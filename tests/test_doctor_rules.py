@@ -208,6 +208,19 @@ PAIRS = {
         "if accelerator.is_main_process:\n    for model, filename in ((vae, 'vae'), (ema, 'ema')):\n"
         "        save_image(model(x), f'results/{filename}.png')\n",
     ),
+    "a DDP wrap in one branch, FSDP in the other, then a model method in a function": (
+        "DDL125",
+        DDP_HEAD + "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "def train(model, loader, args):\n    if args.gradient_checkpointing:\n"
+        "        model.gradient_checkpointing_enable()\n    for x in loader:\n        model(x).backward()\n"
+        "if args.no_fsdp:\n    model = DDP(model.to(device))\nelse:\n    model = FSDP(model)\n"
+        "train(model, loader, args)\n" + DDP_TAIL,
+        DDP_HEAD + "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "def train(model, loader, args):\n    for x in loader:\n        model(x).backward()\n"
+        "if args.gradient_checkpointing:\n    model.gradient_checkpointing_enable()\n"
+        "if args.no_fsdp:\n    model = DDP(model.to(device))\nelse:\n    model = FSDP(model)\n"
+        "train(model, loader, args)\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -2857,11 +2857,16 @@ class WrapperAttribute(Rule):
                 return callers and self.handed_a_wrap(scope, name, params)
             scope = self.function_of(scope)
         before = [
-            wrapped
+            (wrapped, binding)
             for at, wrapped, binding in sorted(entries or [], key=lambda e: e[0])
             if at < position and not self.apart(binding, node)
         ]
-        return bool(before and before[-1])
+        if not before:
+            return False
+        # the last binding, or one in another branch of its `if` (`if args.no_fsdp: model = DDP(model)`
+        # `else: model = FSDP(model)`: under --no_fsdp the name holds the DDP wrapper)
+        wrapped, last_binding = before[-1]
+        return wrapped or any(w and self.apart(b, last_binding) for w, b in before[:-1])
 
     def handed_a_wrap(self, function, name, params):
         """Whether a call of `function` in this module passes a wrapped name as its parameter `name`."""
