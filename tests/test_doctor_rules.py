@@ -221,6 +221,18 @@ PAIRS = {
         "if args.no_fsdp:\n    model = DDP(model.to(device))\nelse:\n    model = FSDP(model)\n"
         "train(model, loader, args)\n" + DDP_TAIL,
     ),
+    "a batch skipped on what this process's batch holds": (
+        "DDL134",
+        DDP_HEAD + "model = DDP(net)\nfor iteration, (images, targets, _) in enumerate(loader):\n"
+        "    if any(len(target) < 1 for target in targets):\n        continue\n"
+        "    loss = sum(model(images, targets).values())\n    loss.backward()\n    optimizer.step()\n"
+        + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\nfor iteration, (images, targets, _) in enumerate(loader):\n"
+        "    if iteration < start_iter:\n        continue  # every rank resumes at the same step\n"
+        "    loss = sum(model(images, targets).values())\n    loss.backward()\n    optimizer.step()\n"
+        "for images, targets in val_loader:\n    if images is None:\n        continue\n"
+        "    print(model(images))\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -1657,6 +1657,31 @@ class SkipOnLocalCondition(Rule):
     NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
     EARLY_STOP = re.compile(r"early_?stop|should_stop|stop_training", re.I)
 
+    def reads_batch(self, test, loop):
+        """A test of what this process's batch holds: `if any(len(t) < 1 for t in targets): continue`
+        (maskrcnn-benchmark's images without targets), `if images is None:` — names the loop binds from its
+        data, tested through len/any/all/numel/size/shape or `is None`; not the enumerate index (a step count
+        every rank shares)."""
+        if not isinstance(loop, ast.For):
+            return False
+        target = loop.target
+        counted = isinstance(loop.iter, ast.Call) and last(dotted(loop.iter.func)) == "enumerate"
+        if counted and isinstance(target, ast.Tuple) and target.elts:
+            target = ast.Tuple(elts=target.elts[1:], ctx=ast.Store())
+        elif counted:
+            return False
+        data = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} - {"_"}
+        content = any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in ("len", "any", "all", "numel", "size", "nelement")
+            or isinstance(n, ast.Attribute)
+            and n.attr == "shape"
+            or isinstance(n, ast.Compare)
+            and any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+            for n in ast.walk(test)
+        )
+        return content and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(test))
+
     def fed_unreduced(self, node, loop):
         """Whether the early stopper the test reads (`if early_stopping.early_stop: break`) is fed, in the loop,
         a value each process computed alone: the result of a function of this module or of the project that
@@ -1719,7 +1744,12 @@ class SkipOnLocalCondition(Rule):
         ):
             self.add(node, fixable=False)  # each process stops at its own epoch: the others wait
             return
-        if not (self.NON_FINITE.search(ast.unparse(node.test)) or per_rank):
+        if not (
+            self.NON_FINITE.search(ast.unparse(node.test))
+            or per_rank
+            or isinstance(leaves[0], ast.Continue)
+            and self.reads_batch(node.test, loop)
+        ):
             return
         if isinstance(leaves[0], ast.Break):  # the loop left: every later pass's training is missed
             after = loop.body
