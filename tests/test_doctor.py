@@ -284,6 +284,19 @@ CASES = {
         "world_size = torch.cuda.device_count()\n"
         "mp.spawn(worker, args=(world_size,), nprocs=world_size)\n",
     ),
+    "DDL142": (
+        "import random\nimport torch\nimport torch.distributed as dist\nfrom torchvision import transforms\n"
+        "dist.init_process_group()\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n"
+        "aug = transforms.Compose([transforms.RandomResizedCrop(32), transforms.AutoAugment()])\n",
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "from torchvision import transforms\n"
+        "def worker(rank, world):\n    dist.init_process_group('gloo', rank=rank, world_size=world)\n"
+        "    torch.manual_seed(SEED)  # the same initial weights\n    model = Net()\n"
+        "    torch.manual_seed(SEED + rank)  # every rank its own augmentations\n"
+        "    aug = transforms.RandomResizedCrop(32)\n"
+        "    split = random_split(ds, [9, 1], generator=torch.Generator().manual_seed(0))\n"
+        "if __name__ == '__main__':\n    torch.manual_seed(SEED)\n    mp.spawn(worker, args=(2,), nprocs=2)\n",
+    ),
     "DDL131": (
         "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
         "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"
@@ -346,6 +359,7 @@ def test_every_rule_has_a_fixture_an_explanation_and_a_guide_section():
             .replace("-", " ")
             .replace(",", "")
             .replace(".", "")
+            .replace(":", "")  # GitHub's anchors drop it too
             .replace("`", "")
             .replace("'", "")
             for line in guide.splitlines()

@@ -233,6 +233,18 @@ PAIRS = {
         "for images, targets in val_loader:\n    if images is None:\n        continue\n"
         "    print(model(images))\n" + DDP_TAIL,
     ),
+    "every rank seeded alike after the group is up, with random augmentations": (
+        "DDL142",
+        DDP_HEAD + "import numpy as np\nimport random\nfrom torchvision import transforms\n"
+        "model = DDP(net)\nSEED = 308184653\ntorch.manual_seed(SEED)\nnp.random.seed(SEED)\n"
+        "random.seed(SEED)\ntrain_transform = transforms.Compose([transforms.RandomResizedCrop(224),"
+        " transforms.AutoAugment()])\n" + DDP_TAIL,
+        DDP_HEAD + "import numpy as np\nimport random\nfrom torchvision import transforms\n"
+        "model = DDP(net)\nseed = SEED + dist.get_rank()\ntorch.manual_seed(seed)\n"
+        "np.random.seed(seed)\nrandom.seed(seed)\n"
+        "train_transform = transforms.Compose([transforms.RandomResizedCrop(224),"
+        " transforms.AutoAugment()])\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -242,6 +242,15 @@ RULES = {
         "GPUs, `init_process_group(world_size=torch.cuda.device_count())` waits for ranks that never come, "
         "and a sampler with `num_replicas=` the GPU count gives each rank the wrong share.",
     ),
+    "DDL142": (
+        "every rank seeded alike in a script with random augmentations",
+        "seed once for the weights, then per rank (seed + rank) for what should differ",
+        "3-seeds-the-same-initial-weights-different-randomness",
+        "`torch.manual_seed(SEED)` (or numpy's, random's, accelerate's set_seed) with the same value on every "
+        "rank, and no per-rank seed after it, gives every process the same random stream: the DataLoader "
+        "workers' seeds come from it, so the k-th sample of every rank gets the same crop, flip and "
+        "augmentation policy, and the same dropout masks (measured: identical masks on two ranks).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1994,6 +2003,78 @@ class GpuCountAsWorldSize(Rule):
             self.add(node, fixable=False)
 
 
+SEEDERS = {"manual_seed", "manual_seed_all", "seed", "set_seed", "seed_everything"}
+AUGMENTS = re.compile(
+    r"^(Random\w+|RandAugment|AutoAugment|TrivialAugment\w*|AugMix|Rand[A-Z]\w*)$"
+)
+
+
+class SameSeedEveryRank(Rule):
+    """DDL142: a seed (torch, numpy, random, accelerate's set_seed) with no rank in it, in a distributed script
+    that builds random augmentations (RandomResizedCrop, AutoAugment, MONAI's Rand* transforms) and never seeds
+    per rank (`seed + rank`, `set_seed(seed, device_specific=True)`, a per-rank worker_init_fn)."""
+
+    code = "DDL142"
+
+    def begin(self):
+        if not self.m.distributed:
+            return False
+        calls = [n for n in self.m.nodes if isinstance(n, ast.Call)]
+        seeds = [
+            c
+            for c in calls
+            if last(dotted(c.func)) in SEEDERS
+            and c.args
+            and self.global_stream(dotted(c.func))
+            and not self.launcher(c)
+        ]
+        if not seeds or not any(AUGMENTS.match(last(dotted(c.func)) or "") for c in calls):
+            return False
+        ranked = (
+            any(
+                RANKED_SEED.search(ast.unparse(c)) or is_true(keyword(c, "device_specific"))
+                for c in seeds
+            )
+            or any(  # worker_init_fn=seed_worker that reads the rank, or a seed made from it one line up
+                RANKED_SEED.search(ast.unparse(n.value))
+                and any("seed" in dotted(t).lower() for t in n.targets)
+                for n in self.m.nodes
+                if isinstance(n, ast.Assign)
+            )
+        )
+        self.seeds = [] if ranked else seeds
+        return bool(self.seeds)
+
+    @staticmethod
+    def global_stream(name):
+        """torch's, CUDA's, numpy's or random's own stream, or a seeding helper's (`set_seed`); not a
+        `torch.Generator().manual_seed(...)` of one's own (muse-maskgit's random_split)."""
+        if last(name) in ("set_seed", "seed_everything"):
+            return True
+        return name.rsplit(".", 1)[0] in (
+            "torch",
+            "torch.cuda",
+            "np.random",
+            "numpy.random",
+            "random",
+        )
+
+    def launcher(self, call):
+        """In the function that starts the processes with mp.spawn (or the `__main__` block doing so): the
+        spawned processes start with fresh random streams (pytorch/examples' imagenet, SimSiam)."""
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.If)) and any(
+                isinstance(n, ast.Call)
+                and last(dotted(n.func)) in ("spawn", "start_processes", "Process")
+                for n in ast.walk(parent)
+            ):
+                return True
+        return False
+
+    def end(self):
+        self.add(self.seeds[0], fixable=False)
+
+
 class UnevenTrainingBatches(Rule):
     """DDL138: `accelerator.even_batches = False` or `even_batches=False` handed to Accelerator or its
     DataLoaderConfiguration, in a script that calls backward, with no join of uneven inputs."""
@@ -3466,6 +3547,7 @@ RULE_CLASSES = [
     DownloadOnEveryRank,
     RmtreeOnEveryRank,
     GpuCountAsWorldSize,
+    SameSeedEveryRank,
 ]
 
 
