@@ -245,6 +245,46 @@ PAIRS = {
         "train_transform = transforms.Compose([transforms.RandomResizedCrop(224),"
         " transforms.AutoAugment()])\n" + DDP_TAIL,
     ),
+    # corpus 11's false findings (seen), each fixed at the rule
+    "a save in the single-process else of a DIST_TRAIN flag": (
+        "DDL106",
+        DDP_HEAD + "model = DDP(net)\ntorch.save(model.state_dict(), 'w.pth')\n" + DDP_TAIL,
+        DDP_HEAD + "if cfg.MODEL.DIST_TRAIN:\n    model = DDP(net)\n"
+        "    if dist.get_rank() == 0:\n        torch.save(model.module.state_dict(), 'w.pth')\n"
+        "else:\n    model = net\n    torch.save(model.state_dict(), 'w.pth')\n" + DDP_TAIL,
+    ),
+    "a --local_rank handed out by the script's own launcher": (
+        "DDL101",
+        "import argparse\nimport torch.distributed as dist\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--local_rank', type=int, default=0)\nargs = p.parse_args()\n"
+        "torch.cuda.set_device(args.local_rank)\ndist.init_process_group('nccl')\n",
+        "import argparse\nimport torch.distributed as dist\nfrom torch.multiprocessing import Process\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int, default=0)\n"
+        "def init_processes(rank, size, fn, args):\n    dist.init_process_group('nccl', rank=rank)\n"
+        "    fn(args)\nif __name__ == '__main__':\n    args = p.parse_args()\n"
+        "    for rank in range(2):\n        args.local_rank = rank\n"
+        "        Process(target=init_processes, args=(rank, 2, main, args)).start()\n",
+    ),
+    "a folder made at module level or in __main__ before the script starts its processes": (
+        "DDL137",
+        "import os\nimport torch.distributed as dist\ndef worker(rank):\n"
+        "    dist.init_process_group('gloo', rank=rank, world_size=2)\n"
+        "    if not os.path.exists('checkpoints'):\n        os.makedirs('checkpoints')\n",
+        "import os\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "from torch.multiprocessing import Process\nif not os.path.exists('logs'):\n    os.makedirs('logs')\n"
+        "def worker(rank):\n    dist.init_process_group('gloo', rank=rank, world_size=2)\n"
+        "if __name__ == '__main__':\n    if not os.path.exists(args.save):\n        os.makedirs(args.save)\n"
+        "    Process(target=worker, args=(0,)).start()\n    mp.spawn(worker, nprocs=2)\n",
+    ),
+    "a worker_init_fn's seed is each worker's own": (
+        "DDL142",
+        DDP_HEAD
+        + "import random\nfrom torchvision import transforms\nrandom.seed(args.manual_seed)\n"
+        "aug = transforms.RandomCrop(32)\n" + DDP_TAIL,
+        DDP_HEAD + "import random\nfrom torchvision import transforms\n"
+        "def worker_init_fn(worker_id):\n    random.seed(args.manual_seed + worker_id)\n"
+        "aug = transforms.RandomCrop(32)\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"
@@ -1327,3 +1367,26 @@ def test_a_padding_eval_sampler_built_by_a_helper_of_another_module(tmp_path):
     files = {**pkg, "seg/utils/score.py": score.replace("dist.all_reduce(correct)", "pass")}
     files["tools/train.py"] = train.format(val=bad[0])
     assert "DDL127" not in check_in_project(tmp_path / "unreduced", files, "tools/train.py")
+
+
+def test_a_local_rank_argument_beside_a_helper_that_reads_local_rank(tmp_path):
+    """Corpus 11 (seen): DUSt3R declares `--local_rank` and never needs it, since croco's
+    init_distributed_mode reads LOCAL_RANK from the environment: torchrun works. Without that helper, the same
+    parser is the deprecated launcher's argument."""
+    train = (
+        "import argparse\nimport torch.distributed as dist\nfrom utils import misc\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--local_rank', default=-1, type=int)\n"
+        "args = p.parse_args()\nmisc.init_distributed_mode(args)\n"
+    )
+    helper = (
+        "import os\nimport torch.distributed as dist\ndef init_distributed_mode(args):\n"
+        "    args.gpu = int(os.environ['{var}'])\n    dist.init_process_group('nccl')\n"
+    )
+    good = {
+        "utils/__init__.py": "",
+        "utils/misc.py": helper.format(var="LOCAL_RANK"),
+        "train.py": train,
+    }
+    assert "DDL101" not in check_in_project(tmp_path / "good", good, "train.py")
+    bad = {**good, "utils/misc.py": helper.format(var="SLURM_PROCID")}
+    assert "DDL101" in check_in_project(tmp_path / "bad", bad, "train.py")

@@ -578,7 +578,7 @@ def per_node(test):
 # a test that means "this run is distributed": its else branch runs in a one-process run only
 DISTRIBUTED_FLAG = re.compile(
     r"([\w.]*\.)?(distributed|is_distributed|ddp|use_ddp|multi_gpu|multiprocessing_distributed|parallel"
-    r"|parallel_training)"
+    r"|parallel_training|dist_train)"
     r"|(torch\.)?(distributed|dist)\.is_initialized\(\)",
     re.I,
 )
@@ -999,7 +999,8 @@ class Checker:
                 isinstance(parent, ast.If)
                 and "__main__" in ast.unparse(parent.test)
                 and any(
-                    isinstance(n, ast.Call) and last(dotted(n.func)) in ("spawn", "start_processes")
+                    isinstance(n, ast.Call)
+                    and last(dotted(n.func)) in ("spawn", "start_processes", "Process")
                     for n in ast.walk(parent)
                 )
             ):
@@ -1248,6 +1249,10 @@ class DeprecatedLauncher(Rule):
             parent = self.m.parent.get(node)
             if node.value.startswith("--local") and self.m.reads_local_rank:
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
+            elif node.value.startswith("--local") and self.reads_local_rank_through_a_helper():
+                pass  # DUSt3R's init_distributed_mode (croco/utils/misc.py) reads LOCAL_RANK for it
+            elif node.value.startswith("--local") and self.m.spawned:
+                pass  # the script starts its own processes and hands each its rank (NVAE's Process)
             elif node.value.startswith("--local") and self.both_spellings(parent):
                 pass  # add_argument("--local-rank", "--local_rank") or one call for each: both parse
             elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
@@ -1261,6 +1266,17 @@ class DeprecatedLauncher(Rule):
                 self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
                 self.add(node)
+
+    def reads_local_rank_through_a_helper(self):
+        """Whether a function of the project that this module calls reads LOCAL_RANK from the environment."""
+        project = self.m.project
+        for n in self.m.nodes:
+            target = project.defined.get(dotted(n.func)) if isinstance(n, ast.Call) else None
+            if target is not None:
+                first, end = Project.spans(target[0]).get(target[1], (0, -1))
+                if "LOCAL_RANK" in "\n".join(Project.text(target[0]).splitlines()[first - 1 : end]):
+                    return True
+        return False
 
     def both_spellings(self, call):
         spelled = {
@@ -1367,8 +1383,10 @@ class WrappedStateDict(CallRule):
             and last(dotted(saved.func)) == "state_dict"
         ):
             owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
-            if owner in self.m.wrapped and not self.wrapped_later(
-                call, owner
+            if (
+                owner in self.m.wrapped
+                and not self.wrapped_later(call, owner)
+                and not self.m.never_distributed(call)  # the else of `if ddp:`: never wrapped there
             ):  # `.module` of a model wrapped on some paths only fails on the others
                 unwrap = self.m.uses_accelerate or owner not in self.m.conditional_wraps
                 self.add(call, fixable=unwrap)
@@ -1901,6 +1919,8 @@ class MakedirsOnEveryRank(CallRule):
             folder = call.func.value
         else:
             return
+        if self.m.spawned and self.function_of(call) is None:
+            return  # module level: the parent makes it before mp.spawn, the re-imported children find it
         if (
             PER_RANK.search(ast.unparse(folder))
             or self.m.guarded(
@@ -2027,6 +2047,8 @@ class SameSeedEveryRank(Rule):
             and c.args
             and self.global_stream(dotted(c.func))
             and not self.launcher(c)
+            and "worker" not in ast.unparse(c).lower()  # worker_init_fn's seed + worker_id
+            and "worker" not in getattr(self.function_of(c), "name", "")
         ]
         if not seeds or not any(AUGMENTS.match(last(dotted(c.func)) or "") for c in calls):
             return False
@@ -4064,6 +4086,8 @@ def one_call_away(checker):
                 continue  # a dataset's per-sample cache file: the sampler gives each sample to one process
             if f.code == "DDL119" and syncs:
                 continue  # the caller picks no_sync around the call (wenet's `context = model.no_sync`)
+            if f.code == "DDL137" and checker.spawned and function_of(checker, call) is None:
+                continue  # module level: the parent makes the folder before mp.spawn (GPT-SoVITS)
             if f.code in GUARDABLE and (
                 checker.guarded(call, per_node_too=f.code in ("DDL137", "DDL140"))
                 or checker.callers_elsewhere(call, methods_only=True)
