@@ -1327,6 +1327,9 @@ def test_a_padding_eval_sampler_built_by_a_helper_of_another_module(tmp_path):
         "    return data.SequentialSampler(dataset)\n"
         "def make_loader(dataset, batch, distributed):\n"
         "    return data.DataLoader(dataset, batch, sampler=make_data_sampler(dataset, 0, distributed))\n"
+        "def dataset_builder(args, config):\n    dataset = build_dataset_from_cfg(config)\n"
+        "    sampler = DistributedSampler(dataset, shuffle=config.subset == 'train')\n"
+        "    return sampler, data.DataLoader(dataset, sampler=sampler)\n"
     )
     score = (
         "import torch.distributed as dist\nclass SegmentationMetric:\n"
@@ -1349,6 +1352,8 @@ def test_a_padding_eval_sampler_built_by_a_helper_of_another_module(tmp_path):
     bad = [
         "val_sampler = make_data_sampler(val_dataset, False, True)",
         "val_loader = make_loader(val_dataset, 32, True)",
+        # Point-BERT (corpus 11, seen): the helper builds the split's dataset itself
+        "_, val_loader = dataset_builder(args, config.dataset.val)",
     ]
     for i, line in enumerate(bad):
         files = {**pkg, "tools/train.py": train.format(val=line)}

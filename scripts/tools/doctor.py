@@ -3129,24 +3129,16 @@ def pads(call):
 
 
 def padding_sampler_functions(tree):
-    """A module's top-level functions that build a padding DistributedSampler over the dataset they are handed,
-    themselves or through another such function of the module (maskrcnn-benchmark's `make_data_loader` calling
+    """A module's top-level functions that build a padding DistributedSampler (over the dataset they are handed,
+    or one they build for the split they are asked for), themselves or through another such function of the
+    module (maskrcnn-benchmark's `make_data_loader` calling
     `make_data_sampler`)."""
     functions = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     calls = {
         f.name: {last(dotted(n.func)) for n in ast.walk(f) if isinstance(n, ast.Call)}
         for f in functions
     }
-    found = {  # the sampler of a dataset the function is handed, not one it builds itself
-        f.name
-        for f in functions
-        if any(
-            pads(n)
-            and n.args
-            and dotted(n.args[0]) in {a.arg for a in [*f.args.args, *f.args.kwonlyargs]}
-            for n in ast.walk(f)
-        )
-    }
+    found = {f.name for f in functions if any(pads(n) for n in ast.walk(f))}
     for _ in range(3):  # a chain of helpers: one more link each pass
         found |= {name for name, called in calls.items() if called & found}
     return frozenset(found)
