@@ -285,6 +285,17 @@ PAIRS = {
         "def worker_init_fn(worker_id):\n    random.seed(args.manual_seed + worker_id)\n"
         "aug = transforms.RandomCrop(32)\n" + DDP_TAIL,
     ),
+    "a --world_size flag's default as the world size of a launched script": (
+        "DDL141",
+        "import argparse\nimport torch\nimport torch.distributed as dist\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', default=0, type=int)\n"
+        "parser.add_argument('--world_size', default=4, type=int)\nargs = parser.parse_args()\n"
+        "dist.init_process_group(backend='nccl', world_size=args.world_size)\n",
+        "import argparse\nimport os\nimport torch\nimport torch.distributed as dist\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--world_size', default=1, type=int)\n"
+        "args = parser.parse_args()\nargs.world_size = int(os.environ.get('WORLD_SIZE', args.world_size))\n"
+        "dist.init_process_group(backend='nccl', world_size=args.world_size)\n",
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -234,7 +234,7 @@ RULES = {
         "some launches and not others.",
     ),
     "DDL141": (
-        "the world size taken from the GPU count (torch.cuda.device_count())",
+        "the world size taken from the GPU count (torch.cuda.device_count()) or a flag's default",
         "let init_process_group() read WORLD_SIZE from the launcher, and ask dist.get_world_size() after it",
         "2-join-the-process-group",
         "Under a launcher (torchrun, torch.distributed.launch, srun) the world size is the number of processes "
@@ -1996,9 +1996,10 @@ def gpu_count(node, counts):
 
 class GpuCountAsWorldSize(Rule):
     """DDL141: `init_process_group(world_size=...)` or `DistributedSampler(num_replicas=...)` given the GPU count
-    (`torch.cuda.device_count()`, or a name assigned from it alone) in a script that a launcher starts: it never
-    starts its own processes (no mp.spawn, start_processes or Process), where the GPU count is the number it
-    starts on one machine."""
+    (`torch.cuda.device_count()`, or a name assigned from it alone) or a `--world_size` flag whose default is a
+    number and that nothing sets from the launcher (RIFE's `default=4`), in a script that a launcher starts: it
+    never starts its own processes (no mp.spawn, start_processes or Process), where the GPU count is the number
+    it starts on one machine."""
 
     code = "DDL141"
 
@@ -2012,6 +2013,26 @@ class GpuCountAsWorldSize(Rule):
             for target in node.targets
             if isinstance(target, (ast.Name, ast.Attribute))
         }
+        # `--world_size` flags with a number for a default, never set from the launcher's WORLD_SIZE (RIFE's 4)
+        assigned = {
+            t.attr
+            for n in self.m.nodes
+            if isinstance(n, (ast.Assign, ast.AugAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Attribute)
+        }
+        self.flags = {
+            "args." + flag.lstrip("-").replace("-", "_")
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and last(dotted(n.func)) == "add_argument"
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and str(n.args[0].value).lstrip("-").replace("-", "_") in ("world_size", "world-size")
+            and isinstance(keyword(n, "default"), ast.Constant)
+            for flag in [str(n.args[0].value)]
+            if flag.lstrip("-").replace("-", "_") not in assigned
+        }
         return True
 
     def visit_Call(self, node):
@@ -2019,7 +2040,7 @@ class GpuCountAsWorldSize(Rule):
             last(dotted(node.func))
         )
         value = keyword(node, argument) if argument else None
-        if value is not None and gpu_count(value, self.counts):
+        if value is not None and (gpu_count(value, self.counts) or dotted(value) in self.flags):
             self.add(node, fixable=False)
 
 
