@@ -297,6 +297,15 @@ CASES = {
         "    split = random_split(ds, [9, 1], generator=torch.Generator().manual_seed(0))\n"
         "if __name__ == '__main__':\n    torch.manual_seed(SEED)\n    mp.spawn(worker, args=(2,), nprocs=2)\n",
     ),
+    "DDL143": (
+        "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nimport torch.distributed as dist\n"
+        "dist.init_process_group('nccl')\n",
+        "import os\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "os.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2,3'\nos.environ['CUDA_VISIBLE_DEVICES'] = args.gpus\n"
+        "def worker(rank):\n    os.environ['CUDA_VISIBLE_DEVICES'] = str(rank)\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=4)\n"
+        "mp.spawn(worker, nprocs=4)\n",
+    ),
     "DDL131": (
         "import torch\nimport torch.distributed as dist\nfrom timm.utils import ModelEma\n"
         "torch.manual_seed(args.seed + dist.get_rank())\nmodel = Net().cuda()\nema = ModelEma(model)\n"

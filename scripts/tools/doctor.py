@@ -251,6 +251,14 @@ RULES = {
         "workers' seeds come from it, so the k-th sample of every rank gets the same crop, flip and "
         "augmentation policy, and the same dropout masks (measured: identical masks on two ranks).",
     ),
+    "DDL143": (
+        "CUDA_VISIBLE_DEVICES set to one GPU in a script that starts a process per GPU",
+        "leave CUDA_VISIBLE_DEVICES to the launcher (or the user), and index the GPU with LOCAL_RANK",
+        "2-join-the-process-group",
+        "`os.environ['CUDA_VISIBLE_DEVICES'] = '0'` in the script itself runs in every process torchrun starts: "
+        "each then sees one GPU, so `set_device(local_rank)` fails with an invalid device ordinal on every "
+        "process but the first, or all of them share GPU 0.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -2044,6 +2052,33 @@ class GpuCountAsWorldSize(Rule):
             self.add(node, fixable=False)
 
 
+class OneVisibleGpu(Rule):
+    """DDL143: `os.environ["CUDA_VISIBLE_DEVICES"] = "0"` (a literal naming one GPU) in a distributed script that
+    a launcher starts once per GPU (no mp.spawn of its own, which may hand each process its GPU this way)."""
+
+    code = "DDL143"
+
+    def begin(self):
+        return self.m.distributed and not self.m.spawned
+
+    def visit_Assign(self, node):
+        value = node.value
+        if (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and re.fullmatch(r"\s*\d+\s*", value.value)
+            and any(
+                isinstance(t, ast.Subscript)
+                and dotted(t.value) in ("os.environ", "environ")
+                and isinstance(t.slice, ast.Constant)
+                and t.slice.value == "CUDA_VISIBLE_DEVICES"
+                for t in node.targets
+            )
+            and not self.m.guarded(node)
+        ):
+            self.add(node, fixable=False)
+
+
 SEEDERS = {"manual_seed", "manual_seed_all", "seed", "set_seed", "seed_everything"}
 AUGMENTS = re.compile(
     r"^(Random\w+|RandAugment|AutoAugment|TrivialAugment\w*|AugMix|Rand[A-Z]\w*)$"
@@ -3583,6 +3618,7 @@ RULE_CLASSES = [
     RmtreeOnEveryRank,
     GpuCountAsWorldSize,
     SameSeedEveryRank,
+    OneVisibleGpu,
 ]
 
 
