@@ -1686,7 +1686,9 @@ class SkipOnLocalCondition(Rule):
     `continue`/`break` under a rank check (`if rank == 0 and stop: break`), in a loop whose backward or optimizer
     step comes after it (a `break`: anywhere in the loop), in a DDP or Accelerate script, where nothing in the
     test was all-reduced: one process skips the all-reduce the others wait in (open_flamingo's per-rank NaN
-    check between two backwards), or leaves the loop while they go on."""
+    check between two backwards), or leaves the loop while they go on. Also a `continue` on what the process's
+    own batch holds (`if any(len(t) < 1 for t in targets):`), and a `break` on an early stopper fed a value the
+    process computed alone (`if early_stopping.early_stop:` after `early_stopping(vali_loss)`)."""
 
     code = "DDL134"
     NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
