@@ -978,14 +978,16 @@ def test_a_progress_line_is_not_a_metric():
     assert [f.code for f in doctor.check_source(divided)] == ["DDL114"]
 
 
-def check_in_project(tmp_path, files, name):
-    """doctor's command line on one file of a small project written to tmp_path: the neighbours are read."""
+def check_in_project(tmp_path, files, name, where=False):
+    """doctor's command line on one file of a small project written to tmp_path: the neighbours are read.
+    The codes found, or with `where`, (line, code) pairs."""
     for file, text in files.items():
         (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / file).write_text(text)
     path = tmp_path / name
     source = path.read_text()
-    return [f.code for f in doctor.check_source(source, str(path), neighbours=True)]
+    found = doctor.check_source(source, str(path), neighbours=True)
+    return {(f.line, f.code) for f in found} if where else [f.code for f in found]
 
 
 ENGINE = (  # ConvNeXt's shape: the accumulation in engine.py, the DDP wrap in main.py
@@ -1406,3 +1408,61 @@ def test_a_local_rank_argument_beside_a_helper_that_reads_local_rank(tmp_path):
     assert "DDL101" not in check_in_project(tmp_path / "good", good, "train.py")
     bad = {**good, "utils/misc.py": helper.format(var="SLURM_PROCID")}
     assert "DDL101" in check_in_project(tmp_path / "bad", bad, "train.py")
+
+
+def test_names_a_package_takes_from_its_modules_are_followed_there(tmp_path):
+    """Corpora 10 and 11 (seen): `from maskrcnn_benchmark.data import make_data_loader` is defined in data/build.py,
+    which the package's __init__ imports it from; `from ddpm_torch import *` brings utils/train.py's Trainer,
+    whose accumulation never uses no_sync. A loader whose predictions a project function merges by sample id
+    (maskrcnn-benchmark's inference) has no repeats left to count."""
+    build = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def make_data_sampler(dataset, shuffle, distributed):\n"
+        "    return DistributedSampler(dataset, shuffle=shuffle)\n"
+        "def make_data_loader(cfg, is_train=True, is_distributed=False):\n"
+        "    ds = build_dataset(cfg, is_train)\n"
+        "    return DataLoader(ds, sampler=make_data_sampler(ds, is_train, is_distributed))\n"
+    )
+    engine = (
+        "import torch.distributed as dist\ndef do_train(model, loader, val_loader):\n"
+        "    for x in val_loader:\n        loss = model(x)\n        dist.all_reduce(loss)\n"
+    )
+    inference = (
+        "from .comm import all_gather\ndef inference(model, loader):\n"
+        "    predictions = {i: model(x) for i, x in loader}\n"
+        "    merged = {}\n    for p in all_gather(predictions):\n        merged.update(p)\n    return merged\n"
+    )
+    trainer = (
+        "class Trainer:\n    def __init__(self, model, optimizer, accum):\n"
+        "        self.model, self.optimizer, self.accum = model, optimizer, accum\n"
+        "    def step(self, x, i):\n        self.model(x).backward()\n"
+        "        if (i + 1) % self.accum == 0:\n            self.optimizer.step()\n"
+    )
+    files = {
+        "pkg/__init__.py": "from .data import make_data_loader\nfrom .utils.train import Trainer\n",
+        "pkg/data/__init__.py": "from .build import make_data_loader\n",
+        "pkg/data/build.py": build,
+        "pkg/utils/__init__.py": "",
+        "pkg/utils/train.py": trainer,
+        "pkg/engine.py": engine,
+        "pkg/inference.py": inference,
+        "pkg/comm.py": "import torch.distributed as dist\ndef all_gather(x):\n    return [x]\n",
+    }
+    train = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from pkg.data import make_data_loader\nfrom pkg.engine import do_train\n"
+        "from pkg.inference import inference\nfrom pkg import *\ndist.init_process_group('nccl')\n"
+        "model = DDP(net)\n"
+        "def train():\n    val_loader = make_data_loader(cfg, is_train=False, is_distributed=True)\n"
+        "    do_train(model, loader, val_loader)\n"
+        "def run_test():\n    loader = make_data_loader(cfg, is_train=False, is_distributed=True)\n"
+        "    inference(model, loader)\n"
+        "trainer = Trainer(model, optimizer, 4)\n"
+    )
+    lines = check_in_project(
+        tmp_path, {**files, "tools/train.py": train}, "tools/train.py", where=True
+    )
+    assert (11, "DDL127") in lines, lines  # the validation loss over the padding's repeats
+    assert not any(code == "DDL127" and line == 14 for line, code in lines), lines  # merged by id
+    assert (16, "DDL119") in lines, lines  # Trainer, through `from pkg import *` and its __init__

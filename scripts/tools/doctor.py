@@ -3214,6 +3214,9 @@ class PaddedEvalSampler(Rule):
         r"gather_for_metrics|drop_duplicates|unique\(",
         re.I,
     )
+    # the ranks' results gathered as dicts keyed by sample and merged: a repeat overwrites itself
+    # (maskrcnn-benchmark's _accumulate_predictions_from_multiple_gpus)
+    MERGED = re.compile(r"all_gather[\s\S]{0,400}?\.update\(")
 
     def begin(self):
         names = set(self.m.calls)
@@ -3245,9 +3248,10 @@ class PaddedEvalSampler(Rule):
                 if k.arg and isinstance(k.value, ast.Constant) and k.value.value is False
             ]  # is_train=False
             said += [ast.unparse(k.value) for k in node.keywords]
-            if any(EVAL_WORDS.search(x) for x in said) or any(
-                re.fullmatch(r"(is_)?train(ing)?", x) for x in said
-            ):
+            if (
+                any(EVAL_WORDS.search(x) for x in said)
+                or any(re.fullmatch(r"(is_)?train(ing)?", x) for x in said)
+            ) and not self.merged_beside(node):
                 self.helper_calls.append(node)
             return
         if last(dotted(node.func)) != "DistributedSampler" or not node.args:
@@ -3264,10 +3268,23 @@ class PaddedEvalSampler(Rule):
             function = self.function_of(node)
             self.reported_in.add(function.name if function else None)
 
+    def merged_beside(self, node):
+        """Whether the function around `node` hands its data to a project function whose module merges the
+        ranks' results by sample (maskrcnn-benchmark's run_test: inference() keys predictions by image id)."""
+        scope = self.function_of(node) or self.m.tree
+        for call in ast.walk(scope):
+            target = (
+                self.m.project.defined.get(dotted(call.func))
+                if isinstance(call, ast.Call)
+                else None
+            )
+            if target is not None and self.MERGED.search(Project.text(target[0])):
+                return True
+        return False
+
     def end(self):
-        for call in (
-            self.helper_calls
-        ):  # once: not again at the call of a helper of this file reported inside
+        # once: not again at the call of a helper of this file reported inside
+        for call in self.helper_calls:
             if last(dotted(call.func)) not in self.reported_in:
                 self.add(call, fixable=False)
 
@@ -3754,13 +3771,11 @@ class Project:
                 found = self.resolve(here, module, node.level)
                 star = found if [a.name for a in node.names] == ["*"] else None
                 if star is not None and star != here:
-                    # `from segmentron.utils.distributed import *`: its functions, called by bare name
+                    # `from segmentron.utils.distributed import *`: its functions, called by bare name;
+                    # `from ddpm_torch import *`: what its __init__ takes from its submodules too
                     self.rank_flags |= self.flags_in(star)
-                    for name in self.spans(star):
-                        self.defined[name] = (star, name)
-                    self.collective_helpers |= self.collectives_in(star)
-                    self.writer_helpers |= self.writers_in(star)
-                    self.sampler_helpers |= Project.samplers_in(star)
+                    for name in [*self.spans(star), *Project.reexports(star)]:
+                        self.bind(name, *Project.origin(star, name))
                     continue
                 for alias in node.names:
                     # `from pkg import dist_util`: a module; `from dist_util import f`: a function of it
@@ -3774,15 +3789,9 @@ class Project:
                     if source is not None and source != here:
                         name = alias.asname or alias.name
                         qualified = name if node.level else f"{module}.{alias.name}"
-                        if alias.name in self.spans(source):
-                            self.defined[qualified] = (source, alias.name)
-                            self.rank_flags |= self.flags_in(source)
-                        if alias.name in self.collectives_in(source):
-                            self.collective_helpers.add(qualified)
-                        if alias.name in self.writers_in(source):
-                            self.writer_helpers.add(qualified)
-                        if alias.name in Project.samplers_in(source):
-                            self.sampler_helpers.add(qualified)
+                        # `from maskrcnn_benchmark.data import make_data_loader`: defined in data/build.py,
+                        # which the package's __init__ imports it from
+                        self.bind(qualified, *Project.origin(source, alias.name))
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     target = self.resolve(here, alias.name, 0) or by_name.get(
@@ -3812,6 +3821,44 @@ class Project:
                     return found
         return None
 
+    def bind(self, qualified, module_path, name):
+        """What a call of `qualified` runs: `name` of `module_path`, and the facts about it."""
+        if name in self.spans(module_path):
+            self.defined[qualified] = (module_path, name)
+            self.rank_flags |= self.flags_in(module_path)
+        if name in self.collectives_in(module_path):
+            self.collective_helpers.add(qualified)
+        if name in self.writers_in(module_path):
+            self.writer_helpers.add(qualified)
+        if name in Project.samplers_in(module_path):
+            self.sampler_helpers.add(qualified)
+
+    @staticmethod
+    @functools.cache
+    def reexports(module_path):
+        """Names a module imports from its own package's modules (`from .utils.train import Trainer` in an
+        __init__.py): name -> (the module it comes from, its name there)."""
+        found = {}
+        for node in Project.tree(module_path).body:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                source = Project.resolve(module_path, node.module or "", node.level)
+                for alias in node.names:
+                    if source is not None and alias.name != "*":
+                        found[alias.asname or alias.name] = (source, alias.name)
+        return found
+
+    @staticmethod
+    def origin(module_path, name, hops=3):
+        """Where `name` of a module is defined: the module itself, or, one re-export after another (at most
+        `hops`), the module of its package it is imported from."""
+        while hops and name not in Project.spans(module_path):
+            step = Project.reexports(module_path).get(name)
+            if step is None:
+                break
+            module_path, name = step
+            hops -= 1
+        return module_path, name
+
     def helpers_of(self, module_path, prefix):
         self.rank_flags |= self.flags_in(module_path)
         for name in self.spans(module_path):
@@ -3837,9 +3884,8 @@ class Project:
         module, name = target
         first, end = Project.spans(module).get(name, (0, -1))
         text = "\n".join(Project.text(module).splitlines()[first - 1 : end])
-        return (
-            text if re.search(r"all_reduce|all_gather|\breduce\w*\(|\bgather\w*\(", text) else None
-        )
+        combines = re.search(r"all_reduce|all_gather|\breduce\w*\(|\bgather\w*\(", text)
+        return text if combines else None
 
     WRITES = {
         "save",
