@@ -296,6 +296,40 @@ PAIRS = {
         "args = parser.parse_args()\nargs.world_size = int(os.environ.get('WORLD_SIZE', args.world_size))\n"
         "dist.init_process_group(backend='nccl', world_size=args.world_size)\n",
     ),
+    # corpus 12's false findings (seen), each fixed at the rule
+    "local rank 0 is rank 0 where the script makes the local rank the global one": (
+        "DDL107",
+        DDP_HEAD.replace("dist.init_process_group('gloo')\n", "")
+        + "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "dist.init_process_group('nccl', init_method='env://')\nmodel = DDP(net)\n"
+        "if local_rank == 0:\n    torch.save(model.module.state_dict(), 'model.pt')\n" + DDP_TAIL,
+        DDP_HEAD.replace("dist.init_process_group('gloo')\n", "")
+        + "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "dist.init_process_group('nccl', rank=local_rank, world_size=world_size)\nmodel = DDP(net)\n"
+        "if local_rank == 0:\n    torch.save(model.module.state_dict(), 'model.pt')\n" + DDP_TAIL,
+    ),
+    "accelerate's unscale_gradients() before a torch clip": (
+        "DDL121",
+        ACCELERATE_HEAD + "accelerator.backward(loss)\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        ACCELERATE_HEAD + "accelerator.backward(loss)\naccelerator.unscale_gradients()\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+    ),
+    "an attribute read in the else of is_parallel(model)": (
+        "DDL125",
+        DDP_HEAD + "model = DDP(net)\ndet_idx = model.model.detector_index\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\n"
+        "det = model.module.model[0] if is_parallel(model) else model.model[0]\n" + DDP_TAIL,
+    ),
+    "a backward inside the step's own branch accumulates nothing": (
+        "DDL119",
+        DDP_HEAD + "model = DDP(net)\nfor i, x in enumerate(loader):\n    loss = model(x)\n"
+        "    loss.backward()\n    if (i + 1) % accum == 0:\n        optimizer.step()\n"
+        "        optimizer.zero_grad()\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\nfor i, x in enumerate(loader):\n    loss = model(x)\n"
+        "    if (i + 1) % step_iteration == 0:\n        optimizer.zero_grad()\n"
+        "        loss.backward()\n        optimizer.step()\n" + DDP_TAIL,
+    ),
     "the GPU count as the world size of a torch.distributed.launch script": (
         "DDL141",
         "import torch\nimport torch.distributed as dist\nimport argparse\n"

@@ -695,6 +695,7 @@ class Checker:
             isinstance(n, ast.Attribute) and n.attr == "set_epoch" for n in self.nodes
         )
         self.reads_local_rank = any(reads_local_rank(n, self_parents) for n in self.nodes)
+        self.called_local_is_global = False  # the calling script's fact (one_call_away)
         self.parent = self_parents
         self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
         for call in calls:
@@ -881,6 +882,33 @@ class Checker:
         return any(isinstance(n, ast.Name) and n.id in given for n in ast.walk(path))
 
     @functools.cached_property
+    def local_is_global(self):
+        """The script makes its local rank the global one: `init_process_group(rank=local_rank)` (then it runs on
+        one node only, where local rank 0 is rank 0: mri_dm, fine-tune-mistral), or `local_rank =
+        dist.get_rank()` (the super-resolution course's main.py). A one-writer-a-node guard is then rank 0's."""
+        if self.called_local_is_global:
+            return True
+        holders = {"local_rank"}  # `args.device_id = args.gpus = args.local_rank`
+        for n in self.nodes:
+            if isinstance(n, ast.Assign) and "local_rank" in ast.unparse(n.value).lower():
+                holders |= {dotted(t) for t in n.targets}
+        for n in self.nodes:
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group":
+                rank = keyword(n, "rank")
+                if rank is not None and (
+                    "local" in ast.unparse(rank).lower() or dotted(rank) in holders
+                ):
+                    return True
+            if (
+                isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and last(dotted(n.value.func)) == "get_rank"
+                and any("local_rank" in dotted(t).lower() for t in n.targets)
+            ):
+                return True
+        return False
+
+    @functools.cached_property
     def spawned(self):
         """Names of this module's functions a launcher starts in every process: `mp.spawn(run, ...)`,
         `start_processes(run, ...)`, `Process(target=run)`."""
@@ -1002,7 +1030,7 @@ class Checker:
         child = node
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and self.picks_ranks(parent.test):
-                return per_node_too or not per_node(parent.test)
+                return per_node_too or not per_node(parent.test) or self.local_is_global
             if (
                 isinstance(parent, ast.If)
                 and "__main__" in ast.unparse(parent.test)
@@ -2605,8 +2633,10 @@ class AccumulationWithoutNoSync(Rule):
     def visit_If(self, node):
         if counts_micro_batches(node.test):
             _, after = siblings(self.m, node)
-            if steps_in(node.body):
-                self.add(node)
+            if steps_in(node.body) and not backward_in(node.body):
+                self.add(
+                    node
+                )  # (a backward inside the step's branch: the other batches backpropagate nothing)
             elif (
                 isinstance(node.body[-1], ast.Continue)
                 and steps_in(after)
@@ -2674,6 +2704,8 @@ class ClipScaledGradients(Rule):
         if last(name) in ("clip_grad_norm_", "clip_grad_value_") and not name.startswith(
             ("accelerator.", "self.accelerator.")
         ):
+            if "unscale_gradients" in self.m.calls:
+                return  # accelerate's own unscale before a torch clip (MOTIP): the gradients are true
             if self.m.uses_accelerate or "unscale_" not in self.m.calls and self.after_scale(node):
                 self.add(node)
 
@@ -3104,7 +3136,7 @@ class WrapperAttribute(Rule):
             if test is not None:
                 text = ast.unparse(test)
                 if name in text and re.search(
-                    r"module|isinstance|hasattr|Distributed|DDP|DataParallel", text
+                    r"module|isinstance|hasattr|Distributed|DDP|DataParallel|is_parallel", text
                 ):
                     return True
                 if re.search(r"distributed|parallel_mode|world_size|num_processes", text, re.I):
@@ -4159,6 +4191,7 @@ def one_call_away(checker):
         frozenset(
             checker.rank_flags
         ),  # `args.should_save = ... and is_master(args)`, read in the callee
+        checker.local_is_global,
     )
     seen, found = set(), []
     syncs = bool(
@@ -4201,7 +4234,7 @@ def one_call_away(checker):
 
 
 @functools.cache
-def findings_when_called(module, distributed, ddp, accelerate, rank_flags):
+def findings_when_called(module, distributed, ddp, accelerate, rank_flags, local_is_global=False):
     """Another module's findings, checked as its caller's callee (see one_call_away): `distributed`, the caller
     is a distributed script (otherwise the callee's own module decides, as RT-DETR's `init_distributed` in
     `src/misc/dist.py`, called from a `train.py` that names no process group); `ddp`, the caller wraps its model in
@@ -4209,7 +4242,10 @@ def findings_when_called(module, distributed, ddp, accelerate, rank_flags):
     try:
         source = read_source(str(module)).text
         return check_source(
-            source, str(module), neighbours=True, called=(distributed, ddp, accelerate, rank_flags)
+            source,
+            str(module),
+            neighbours=True,
+            called=(distributed, ddp, accelerate, rank_flags, local_is_global),
         )
     except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError):
         return []
@@ -4227,6 +4263,7 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         checker.handed_ddp = called[1]
         checker.uses_accelerate = checker.uses_accelerate or called[2]
         checker.rank_flags = checker.rank_flags | called[3]
+        checker.called_local_is_global = len(called) > 4 and called[4]
     if neighbours:
         checker.project = Project(path, tree)
         checker.rank_flags = checker.rank_flags | checker.project.rank_flags
