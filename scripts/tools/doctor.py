@@ -76,6 +76,8 @@ RANK_WORDS = (
     "root_worker",
 )
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
+# calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
+LAUNCHERS = ("spawn", "start_processes", "Process")
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 # `val` alone or run together with what it names (`valset`, `valloader`: Depth-Anything-V2), not `interval`, `value`
 EVAL_WORDS = re.compile(
@@ -915,8 +917,7 @@ class Checker:
         return {
             a.id
             for c in self.nodes
-            if isinstance(c, ast.Call)
-            and last(dotted(c.func)) in ("spawn", "start_processes", "Process")
+            if isinstance(c, ast.Call) and last(dotted(c.func)) in LAUNCHERS
             for a in [*c.args[:1], *(k.value for k in c.keywords if k.arg in ("fn", "target"))]
             if isinstance(a, ast.Name)
         }
@@ -1035,8 +1036,7 @@ class Checker:
                 isinstance(parent, ast.If)
                 and "__main__" in ast.unparse(parent.test)
                 and any(
-                    isinstance(n, ast.Call)
-                    and last(dotted(n.func)) in ("spawn", "start_processes", "Process")
+                    isinstance(n, ast.Call) and last(dotted(n.func)) in LAUNCHERS
                     for n in ast.walk(parent)
                 )
             ):
@@ -1050,7 +1050,7 @@ class Checker:
             ):
                 return True  # @main_process, @master_only, @rank_zero_only: the decorator picks the rank
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                last(dotted(n.func)) in ("spawn", "start_processes", "Process", "Popen")
+                last(dotted(n.func)) in (*LAUNCHERS, "Popen")
                 for n in ast.walk(parent)
                 if isinstance(n, ast.Call)
             ):
@@ -1252,6 +1252,24 @@ class Rule:
             child, parent = parent, self.m.parent.get(parent)
         return None
 
+    def every_rank_on_a_shared_folder(self, call, folder, handled_is_safe):
+        """A folder made or removed by every process: not one named by the rank, not under a rank check (one a
+        node included: shared folders are rare), not in a method whose callers are in another module, not in a
+        test; with `handled_is_safe`, not inside a `try` that handles the error (a makedirs race's only harm)."""
+        if (
+            PER_RANK.search(ast.unparse(folder))
+            or self.m.guarded(call, per_node_too=True)
+            or self.m.callers_elsewhere(call, methods_only=True)
+            or self.in_test(call)
+        ):
+            return False
+        for parent in self.m.parents_of(call) if handled_is_safe else ():
+            if isinstance(parent, ast.Try) and parent.handlers:
+                return False  # the error is handled
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+        return True
+
     def innermost_loop(self, node):
         """The innermost for/while loop around `node` within its function, or None."""
         for parent in self.m.parents_of(node):
@@ -1308,10 +1326,8 @@ class DeprecatedLauncher(Rule):
         project = self.m.project
         for n in self.m.nodes:
             target = project.defined.get(dotted(n.func)) if isinstance(n, ast.Call) else None
-            if target is not None:
-                first, end = Project.spans(target[0]).get(target[1], (0, -1))
-                if "LOCAL_RANK" in "\n".join(Project.text(target[0]).splitlines()[first - 1 : end]):
-                    return True
+            if target is not None and "LOCAL_RANK" in Project.source_of(*target):
+                return True
         return False
 
     def both_spellings(self, call):
@@ -1959,21 +1975,8 @@ class MakedirsOnEveryRank(CallRule):
             return
         if self.m.spawned and self.function_of(call) is None:
             return  # module level: the parent makes it before mp.spawn, the re-imported children find it
-        if (
-            PER_RANK.search(ast.unparse(folder))
-            or self.m.guarded(
-                call, per_node_too=True
-            )  # one creator a node: shared folders are rare
-            or self.m.callers_elsewhere(call, methods_only=True)
-            or self.in_test(call)
-        ):
-            return
-        for parent in self.m.parents_of(call):
-            if isinstance(parent, ast.Try) and parent.handlers:
-                return  # the error is handled
-            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                break
-        self.add(call, fixable=False)
+        if self.every_rank_on_a_shared_folder(call, folder, handled_is_safe=True):
+            self.add(call, fixable=False)
 
 
 class DownloadOnEveryRank(CallRule):
@@ -2013,16 +2016,11 @@ class RmtreeOnEveryRank(CallRule):
     def check(self, call, name, callee):
         if name != "shutil.rmtree" or not call.args:
             return
-        path = ast.unparse(call.args[0])
-        if (
-            PER_RANK.search(path)
-            or re.search(r"tmp|temp", path, re.I)  # mkdtemp(): each process's own
-            or self.m.guarded(call, per_node_too=True)
-            or self.m.callers_elsewhere(call, methods_only=True)
-            or self.in_test(call)
-        ):
-            return
-        self.add(call, fixable=False)
+        if re.search(r"tmp|temp", ast.unparse(call.args[0]), re.I):
+            return  # mkdtemp(): each process's own
+        # a handled error does not undo the deletion of what another process wrote
+        if self.every_rank_on_a_shared_folder(call, call.args[0], handled_is_safe=False):
+            self.add(call, fixable=False)
 
 
 def gpu_count(node, counts):
@@ -2042,7 +2040,7 @@ class GpuCountAsWorldSize(Rule):
     code = "DDL141"
 
     def begin(self):
-        if not self.m.distributed or {"spawn", "start_processes", "Process"} & set(self.m.calls):
+        if not self.m.distributed or set(LAUNCHERS) & set(self.m.calls):
             return False
         self.counts = {
             dotted(target)
@@ -2172,8 +2170,7 @@ class SameSeedEveryRank(Rule):
         spawned processes start with fresh random streams (pytorch/examples' imagenet, SimSiam)."""
         for parent in self.m.parents_of(call):
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.If)) and any(
-                isinstance(n, ast.Call)
-                and last(dotted(n.func)) in ("spawn", "start_processes", "Process")
+                isinstance(n, ast.Call) and last(dotted(n.func)) in LAUNCHERS
                 for n in ast.walk(parent)
             ):
                 return True
@@ -3866,6 +3863,12 @@ class Project:
             self.sampler_helpers.add(qualified)
 
     @staticmethod
+    def source_of(module_path, name):
+        """The text of a module's top-level function or class `name` (empty when it has none)."""
+        first, end = Project.spans(module_path).get(name, (0, -1))
+        return "\n".join(Project.text(module_path).splitlines()[first - 1 : end])
+
+    @staticmethod
     @functools.cache
     def reexports(module_path):
         """Names a module imports from its own package's modules (`from .utils.train import Trainer` in an
@@ -3913,9 +3916,7 @@ class Project:
         target = self.defined.get(dotted(call.func))
         if target is None:
             return None
-        module, name = target
-        first, end = Project.spans(module).get(name, (0, -1))
-        text = "\n".join(Project.text(module).splitlines()[first - 1 : end])
+        text = Project.source_of(*target)
         combines = re.search(r"all_reduce|all_gather|\breduce\w*\(|\bgather\w*\(", text)
         return text if combines else None
 
