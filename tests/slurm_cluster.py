@@ -64,6 +64,7 @@ def install():
         env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
         capture_output=True,
         text=True,
+        timeout=600,
     )
     if proc.returncode != 0:
         raise Unavailable(
@@ -147,10 +148,12 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         raise RuntimeError(f"{name} was not written: see the logs in {self.dir}")
 
     def _munge(self, munged):
-        if subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+        if subprocess.run(["munge", "-n"], capture_output=True, timeout=60).returncode == 0:
             return  # a munged runs already
         subprocess.run(
-            ["install", "-d", "-o", "munge", "-g", "munge", "-m", "755", "/run/munge"], check=True
+            ["install", "-d", "-o", "munge", "-g", "munge", "-m", "755", "/run/munge"],
+            check=True,
+            timeout=60,
         )
         _run("runuser", "-u", "munge", "--", munged)
         try:

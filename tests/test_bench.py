@@ -33,6 +33,7 @@ def test_quick_bench_writes_results_tables_and_plots(tmp_path, data_dir):
         env={**os.environ, **OFFLINE},
         capture_output=True,
         text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the row guides/performance.md's quick command shows (that page leaves its run to this test)

@@ -155,7 +155,7 @@ checkpoint.atomic.os.rename = lambda src, dst: os.kill(os.getpid(), signal.SIGKI
 save_checkpoint({str(tmp_path)!r}, model, opt, 2, 0, 2)
 """
     proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "scripts"
+        [sys.executable, "-c", script], cwd=Path(__file__).parent.parent / "scripts", timeout=60
     )
     assert proc.returncode == -signal.SIGKILL
     debris = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".tmp-")]

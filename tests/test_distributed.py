@@ -277,11 +277,11 @@ def test_nproc_reaches_every_distributed_target():
         "collectives",
     ):
         out = subprocess.run(
-            ["make", "-n", target, "NPROC=3"], cwd=ROOT, capture_output=True, text=True
+            ["make", "-n", target, "NPROC=3"], cwd=ROOT, capture_output=True, text=True, timeout=60
         ).stdout
         assert re.search(r"(--nproc 3|--nproc_per_node=3|--num_processes 3)\b", out), (target, out)
     out = subprocess.run(
-        ["make", "-n", "accelerate-cpu"], cwd=ROOT, capture_output=True, text=True
+        ["make", "-n", "accelerate-cpu"], cwd=ROOT, capture_output=True, text=True, timeout=60
     ).stdout
     assert "--num_processes" not in out  # the config's own count
 
@@ -308,7 +308,7 @@ def test_nproc_reaches_every_distributed_target():
 )
 def test_make_targets_print_the_documented_commands(target, expected):
     out = subprocess.run(
-        ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert expected in " ".join(out.replace("\\\n", " ").split()), out
 
@@ -318,7 +318,9 @@ def test_make_targets_print_the_documented_commands(target, expected):
     torch.cuda.device_count() >= 2, reason="this machine has the GPUs the target needs"
 )
 def test_gpu_target_without_gpus_names_its_cpu_twin():
-    proc = subprocess.run(["make", "-s", "ddp-2gpu"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["make", "-s", "ddp-2gpu"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode != 0
     assert "error: make ddp-2gpu needs 2 GPUs" in proc.stderr and "make ddp-cpu" in proc.stderr
 
@@ -430,6 +432,7 @@ def test_a_batchnorm_migration_is_proven_on_a_cpu_with_batchnorm_frozen(tmp_path
         [*compare, str(tmp_path / "w1-train.pt"), str(tmp_path / "w2-train.pt")],
         capture_output=True,
         text=True,
+        timeout=60,
     ).stdout
     assert "BatchNorm" in said, said
     guide = (ROOT / "guides" / "your-script.md").read_text()

@@ -48,6 +48,7 @@ def test_generated_guides_are_current():
         [sys.executable, ROOT / "scripts" / "tools" / "make_guides.py", "--check"],
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr + "\nrun: make guides"
 
@@ -266,7 +267,7 @@ def fresh_clone(root):
     """The repository's tracked files (as they are in the working tree) copied into `root`, with the .venv
     linked: what a reader has who cloned it and read one page, with no out/ from another page."""
     tracked = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
     ).stdout.split("\0")
     for name in filter(None, tracked):
         source = ROOT / name
@@ -410,14 +411,19 @@ def test_sh_blocks_only_where_they_run_here():
 )
 def test_slurm_scripts_parse_and_build_the_documented_command(script, env, expected):
     path = ROOT / "scripts" / "labs" / "slurm" / script
-    assert subprocess.run(["bash", "-n", path]).returncode == 0
+    assert subprocess.run(["bash", "-n", path], timeout=60).returncode == 0
     text = path.read_text()
     for line in ("--requeue", "--open-mode=append", "--signal=B:USR1@", "--output=slurm-%x-%j.out"):
         assert f"#SBATCH {line}" in text
     assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in text
     env = {**os.environ, "DRY_RUN": "1", "SLURM_JOB_ID": "777", "SLURM_NNODES": "3", **env}
     out = subprocess.run(
-        ["bash", path, "--task", "cancer"], env=env, capture_output=True, text=True, check=True
+        ["bash", path, "--task", "cancer"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     ).stdout
     for piece in expected:
         assert piece in out, (piece, out)

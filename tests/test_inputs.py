@@ -148,6 +148,7 @@ def test_one_run_per_output_dir_and_the_os_frees_a_dead_runs_lock(tmp_path):
             str(tmp_path / "b"),
         ],
         cwd=SCRIPTS.parent,
+        timeout=60,
     )
     assert killed.returncode == -9 and (tmp_path / "b" / ".lock").exists()
     lock.lock_output_dir(tmp_path / "b")  # no stale lock: the OS released it with the process

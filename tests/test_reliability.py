@@ -76,12 +76,28 @@ def kill_job(proc):
             pass
 
 
+def drain(proc):
+    """SIGKILL the job and read what it printed. Bounded: a process the walk from the launcher missed (one whose
+    parent had exited, handed to init) would hold the pipes open, and an unbounded read then waits forever."""
+    kill_job(proc)
+    try:
+        return proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+        proc.wait(timeout=30)
+        return (
+            "",
+            "(the pipes stayed open 30 s after the kill: a process outside the job's tree holds them)",
+        )
+
+
 def finish(proc, timeout=240):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        kill_job(proc)
-        out, err = proc.communicate()
+        out, err = drain(proc)
         raise AssertionError(f"hung for {timeout} s\n{out[-3000:]}\n{err[-3000:]}") from None
     return proc.returncode, out, err
 
@@ -401,8 +417,7 @@ def test_a_hung_rank_becomes_an_error_within_the_timeout(tmp_path, data_dir):
             time.sleep(0.2)
         failed_after = time.time() - float(marker.read_text())
     finally:
-        kill_job(proc)
-        proc.communicate()
+        drain(proc)
     print(
         f"\nrank 1 hung at step 5 -> rank 0's error {failed_after:.2f} s later (--dist-timeout 3)"
     )
@@ -454,6 +469,7 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
             capture_output=True,
             text=True,
             env={**os.environ, **OFFLINE, "WORLD_SIZE": "2"},
+            timeout=300,
         )
         assert proc.returncode == 2 and "RANK" in one_error_line(proc.stderr), proc.stderr
     # A manual env:// launch (no torchrun): a port in use, and WORLD_SIZE=2 with one rank started (it says what it
@@ -473,6 +489,7 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
             capture_output=True,
             text=True,
             env={**manual, "WORLD_SIZE": "1", "MASTER_PORT": str(s.getsockname()[1])},
+            timeout=300,
         )
         assert proc.returncode == 2 and f"port {s.getsockname()[1]} is in use" in one_error_line(
             proc.stderr
@@ -483,6 +500,7 @@ def test_bad_launches_fail_in_one_line_before_training(tmp_path, data_dir, monke
         capture_output=True,
         text=True,
         env={**manual, "WORLD_SIZE": "2", "MASTER_PORT": str(free_port())},
+        timeout=300,
     )
     assert "waiting up to --dist-timeout 2 s for 2 processes" in proc.stdout
     assert proc.returncode == 2 and "only 1 of 2 processes joined" in one_error_line(proc.stderr), (
@@ -522,6 +540,7 @@ def test_gpu_config_on_a_machine_without_gpus(tmp_path):
             cwd=ROOT,
             capture_output=True,
             text=True,
+            timeout=300,
         )
         line = one_error_line(proc.stderr)
         assert proc.returncode != 0 and says in line, proc.stderr
@@ -555,6 +574,7 @@ def test_launch_check_configs_and_ports(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert proc.returncode != 0 and "MULTI_CPU" in one_error_line(proc.stderr)
 

@@ -43,7 +43,7 @@ def test_ci_runs_the_readme_test_command():
 @pytest.mark.launch
 def test_make_help_lists_every_target_with_a_line():
     out = subprocess.run(
-        ["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
     ).stdout
     targets = re.findall(r"^([a-zA-Z0-9_-]+):.*##", (ROOT / "Makefile").read_text(), re.M)
     assert {"install", "demo", "test", "single-gpu", "dp"} <= set(targets)
@@ -113,6 +113,7 @@ def test_requirements_pin_every_import_and_lock_the_virtualenv():
         [sys.executable, str(ROOT / "scripts" / "tools" / "lock.py"), "--check"],
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert check.returncode == 0, check.stdout + check.stderr
 
@@ -262,11 +263,15 @@ def test_lint_is_clean():
     """`make lint`: ruff's formatter (line length 100) and its lint rules, as pyproject.toml configures them."""
     ruff = [sys.executable, "-m", "ruff"]
     fmt = subprocess.run(
-        [*ruff, "format", "--check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True
+        [*ruff, "format", "--check", "scripts", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
     lint = subprocess.run(
-        [*ruff, "check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True
+        [*ruff, "check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
@@ -322,3 +327,28 @@ def test_the_files_to_copy_import_nothing_of_the_project():
         assert "scripts/" not in path.read_text(), path.name
     for name in ("digits_torchrun.py", "digits_accelerate.py", "digits_plain.py", "lm_torchrun.py"):
         assert name in first_screen, name
+
+
+def test_every_wait_in_the_tests_is_bounded():
+    """Stop 40's CI stalled past its 5,400 s in the launch tests and printed nothing of which one. Every process a
+    test starts is waited for with a timeout (subprocess.run, check_output, communicate, wait), so a hang fails
+    its test with the command and its output; pyproject's pytest-timeout (900 s) is the net for the rest."""
+    import ast
+
+    waits = ("run", "check_output", "check_call", "call", "communicate", "wait")
+    unbounded = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            name, owner = node.func.attr, ast.unparse(node.func.value)
+            process = (
+                owner == "subprocess"
+                or name == "communicate"
+                or (name == "wait" and "proc" in owner)
+            )
+            if name in waits and process and not any(k.arg == "timeout" for k in node.keywords):
+                unbounded.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}"
+                )
+    assert not unbounded, "\n".join(unbounded)

@@ -70,9 +70,9 @@ def submit_and_interrupt(cluster, script, name, data_dir, plain, interrupt, env=
         assert "stopped by SIGTERM at step" in text and "resuming from" in text, text[-3000:]
         return text, max_abs_diff(weights(out), plain)
     finally:
-        subprocess.run(["scancel", str(job)], env=cluster.env, capture_output=True)
+        subprocess.run(["scancel", str(job)], env=cluster.env, capture_output=True, timeout=60)
         log.unlink(missing_ok=True)
-        subprocess.run(["rm", "-rf", str(out)])
+        subprocess.run(["rm", "-rf", str(out)], timeout=60)
 
 
 def test_torchrun_sbatch_on_two_nodes_is_requeued_and_ends_on_rung_1s_weights(
@@ -193,7 +193,7 @@ def test_accelerate_sbatch_passes_arguments_with_spaces_quotes_and_semicolons_in
         assert not planted.exists() and "done: eval accuracy" in text, text[-3000:]
         assert (out / "metrics.json").exists() and (out / "model.safetensors").exists()
     finally:
-        subprocess.run(["scancel", str(job)], env=cluster.env, capture_output=True)
+        subprocess.run(["scancel", str(job)], env=cluster.env, capture_output=True, timeout=60)
         log.unlink(missing_ok=True)
-        subprocess.run(["rm", "-rf", str(out)])
+        subprocess.run(["rm", "-rf", str(out)], timeout=60)
         planted.unlink(missing_ok=True)
