@@ -1500,3 +1500,60 @@ def test_names_a_package_takes_from_its_modules_are_followed_there(tmp_path):
     assert (11, "DDL127") in lines, lines  # the validation loss over the padding's repeats
     assert not any(code == "DDL127" and line == 14 for line, code in lines), lines  # merged by id
     assert (16, "DDL119") in lines, lines  # Trainer, through `from pkg import *` and its __init__
+
+
+def test_an_eval_loader_whose_padding_sampler_is_built_modules_away(tmp_path):
+    """Corpora 11 and 12 (seen): the eval split's padding DistributedSampler built in a data module that the
+    training file reaches through one to three calls, with no eval word at the call (NVAE's
+    `train_queue, valid_queue, _ = datasets.get_loaders(args)`, AttentiveNAS's `build_data_loader(args)`, U2PL's
+    `get_loader(cfg)` -> `build_vocloader("val", cfg)` in another module). Reported at the call, with where the
+    sampler is; not where the eval loader drops its last partial batch, nor where only the train split is built
+    there."""
+    loaders = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def build_loader(split, dataset):\n"
+        "    sampler = DistributedSampler(dataset)\n"
+        "    return DataLoader(dataset, sampler=sampler)\n"
+        "def build_val(dataset):\n"
+        "    if True:\n"
+        "        val_sampler = DistributedSampler(dataset{drop})\n"
+        "    return DataLoader(dataset, sampler=val_sampler)\n"
+    )
+    builder = (
+        "from .loaders import build_loader, build_val\n"
+        "def get_loaders(cfg):\n"
+        "    train = build_loader('train', cfg.train)\n"
+        "    {val}\n"
+        "    return train, val\n"
+    )
+    train = (
+        DDP_HEAD + "import numpy as np\nfrom data.builder import get_loaders\n"
+        "labeled = batch[:num_labeled]  # a training slice, no trimming of gathered results\n"
+        "train_loader, val_loader = get_loaders(cfg)\n"
+        "def validate(model, loader):\n"
+        "    correct = torch.zeros(1)\n"
+        "    for x, y in loader:\n"
+        "        labels = np.unique(y)\n"
+        "        correct += (model(x).argmax(1) == y).sum()\n"
+        "    dist.all_reduce(correct)\n"
+        "    return correct\n"
+        "validate(model, val_loader)\n" + DDP_TAIL
+    )
+    cases = {  # builder's val line, the sampler's drop_last: whether DDL127 is reported at the call
+        "a sampler in a function that builds the val split": ("val = build_val(cfg.val)", "", True),
+        "a split-asking helper asked for val": ("val = build_loader('val', cfg.val)", "", True),
+        "drop_last=True: no repeats": ("val = build_val(cfg.val)", ", drop_last=True", False),
+        "only the train split goes through the sampler": ("val = None", "", False),
+    }
+    for i, (case, (val, drop, expected)) in enumerate(cases.items()):
+        files = {
+            "data/__init__.py": "",
+            "data/loaders.py": loaders.format(drop=drop),
+            "data/builder.py": builder.format(val=val),
+            "train.py": train,
+        }
+        found = check_in_project(tmp_path / f"p{i}", files, "train.py", where=True)
+        assert ((10, "DDL127") in found) is expected, (case, found)
+    # where: the module and line of the sampler the call reaches
+    found = doctor.check_source(train, str(tmp_path / "p0" / "train.py"), neighbours=True)
+    assert [f.via for f in found if f.code == "DDL127"] == ["data/loaders.py:7"], found

@@ -3231,6 +3231,48 @@ def padding_sampler_functions(tree):
     return frozenset(found)
 
 
+def eval_padding(function):
+    """The line of a padding DistributedSampler a function builds for an evaluation split, or None: over or into
+    a name that says eval (`DistributedSampler(valid_data)`, `val_sampler = ...`), with shuffle=False, or under an
+    `if` that picks the eval split (`if split == "val":`, the `else` of `if is_train:`)."""
+
+    def eval_call(call, names, picked):
+        shuffle = keyword(call, "shuffle")
+        said = " ".join([*names, ast.unparse(call.args[0]) if call.args else ""])
+        return (
+            picked
+            or (isinstance(shuffle, ast.Constant) and shuffle.value is False)
+            or bool(EVAL_WORDS.search(said))
+        )
+
+    def walk(nodes, picked):
+        for node in nodes:
+            if isinstance(node, ast.If):
+                test = ast.unparse(node.test)
+                negated = "!=" in test or test.startswith("not ") or " not in " in test
+                evalish = bool(EVAL_WORDS.search(test))
+                trainish = bool(re.search(r"train", test, re.I)) and not evalish
+                found = walk(node.body, picked or (evalish and not negated))
+                found = found or walk(node.orelse, picked or trainish or (evalish and negated))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            else:
+                names = []
+                if isinstance(node, ast.Assign):
+                    names = [ast.unparse(t) for t in node.targets]
+                calls = [n for n in ast.walk(node) if pads(n)]
+                found = next((c.lineno for c in calls if eval_call(c, names, picked)), None)
+                if found is None:
+                    found = walk(
+                        [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)], picked
+                    )
+            if found is not None:
+                return found
+        return None
+
+    return walk(function.body, False)
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -3239,10 +3281,14 @@ class PaddedEvalSampler(Rule):
 
     code = "DDL127"
     TRIMMED = re.compile(
-        r"\[\s*:\s*len\(|\[\s*:\s*\w*(num|n|size|total)\w*\s*\]|len\([\w.]*sampler\)\s*\*|"
-        r"gather_for_metrics|drop_duplicates|unique\(",
+        r"\[\s*:\s*len\(|len\([\w.]*sampler\)\s*\*|"
+        # np.unique of the labels in a Dice loop is no de-duplication (CBIM's validation)
+        r"gather_for_metrics|drop_duplicates|unique\([^)]*(idx|index|indices|ids?\b|uid|key)",
         re.I,
     )
+    # the gathered results cut to the set's length: read in the evaluation's own code, not the training step's
+    # slices (U2PL's `pred_all[:num_labeled]`)
+    SLICED = re.compile(r"\[\s*:\s*\w*(num|n|size|total)\w*\s*\]", re.I)
     # the ranks' results gathered as dicts keyed by sample and merged: a repeat overwrites itself
     # (maskrcnn-benchmark's _accumulate_predictions_from_multiple_gpus)
     MERGED = re.compile(r"all_gather[\s\S]{0,400}?\.update\(")
@@ -3258,16 +3304,40 @@ class PaddedEvalSampler(Rule):
             if (text := self.m.project.reducer(c)) is not None
         ]
         self.helpers = self.m.project.sampler_helpers | padding_sampler_functions(self.m.tree)
+        self.eval_helpers = self.m.project.eval_sampler_helpers
         self.helper_calls, self.reported_in = [], set()
         built = "DistributedSampler" in names or any(
-            dotted(c.func) in self.helpers for calls in self.m.calls.values() for c in calls
+            dotted(c.func) in self.helpers or dotted(c.func) in self.eval_helpers
+            for calls in self.m.calls.values()
+            for c in calls
         )
         if not (built and (reduced or reducers)):
             return False
         text = "\n".join([ast.unparse(self.m.tree), *reducers])
-        return not self.TRIMMED.search(text)
+        evaluation = [
+            ast.unparse(f)
+            for f in ast.walk(self.m.tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and EVAL_WORDS.search(f.name)
+        ]
+        sliced = self.SLICED.search("\n".join([*evaluation, *reducers]))
+        return not (self.TRIMMED.search(text) or sliced)
 
     def visit_Call(self, node):
+        where = self.eval_helpers.get(dotted(node.func))
+        if where is not None and self.m.distributed:
+            # a project function that builds the eval split's padding sampler itself, modules away (NVAE's
+            # `train_queue, valid_queue, _ = datasets.get_loaders(args)`): unless this call asks for the train
+            # split alone
+            said = [ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords]
+            train = any(re.search(r"train", s, re.I) for s in said)
+            if (not train or any(EVAL_WORDS.search(s) for s in said)) and not self.merged_beside(
+                node
+            ):
+                module, line = where
+                self.helper_calls.append(
+                    (node, f"{os.path.relpath(module, Path(self.m.path).resolve().parent)}:{line}")
+                )
+            return
         if dotted(node.func) in self.helpers and self.m.distributed:
             # `make_data_sampler(val_dataset, False, distributed)`, `make_data_loader(cfg, is_train=False)`
             said = [*assigned_to(self.m, node), *map(ast.unparse, node.args)]
@@ -3281,7 +3351,7 @@ class PaddedEvalSampler(Rule):
                 any(EVAL_WORDS.search(x) for x in said)
                 or any(re.fullmatch(r"(is_)?train(ing)?", x) for x in said)
             ) and not self.merged_beside(node):
-                self.helper_calls.append(node)
+                self.helper_calls.append((node, ""))
             return
         if last(dotted(node.func)) != "DistributedSampler" or not node.args:
             return
@@ -3313,9 +3383,15 @@ class PaddedEvalSampler(Rule):
 
     def end(self):
         # once: not again at the call of a helper of this file reported inside
-        for call in self.helper_calls:
-            if last(dotted(call.func)) not in self.reported_in:
-                self.add(call, fixable=False)
+        local = padding_sampler_functions(self.m.tree)
+        for call, where in self.helper_calls:
+            # a function of this file that reaches a sampler reported here already (CBIM's main_worker)
+            if last(dotted(call.func)) not in self.reported_in and not (
+                self.reported_in and dotted(call.func) in local
+            ):
+                self.m.found.append(
+                    Finding(self.m.path, call.lineno, call.col_offset, self.code, False, where)
+                )
 
 
 def sets_requires_grad(node, value):
@@ -3769,6 +3845,9 @@ class Project:
         # functions of the imported modules that build a padding DistributedSampler (SegmenTron's
         # `make_data_sampler(dataset, shuffle, distributed)`), reached by name: the eval set's is DDL127's
         self.sampler_helpers = set()
+        # qualified call name -> "module.py:line" of the padding eval sampler the call builds, in its module or
+        # one it imports, up to three links down (U2PL's get_loader -> build_voc_semi_loader("val")): DDL127's
+        self.eval_sampler_helpers = {}
         # qualified call name -> (module path, top-level function or class): what a call of this file runs
         self.defined = {}
         # flags the imported modules set under a rank check (a base class's `self.save_models = False`)
@@ -3861,6 +3940,8 @@ class Project:
             self.writer_helpers.add(qualified)
         if name in Project.samplers_in(module_path):
             self.sampler_helpers.add(qualified)
+        if name in Project.eval_samplers_in(module_path):
+            self.eval_sampler_helpers[qualified] = Project.eval_samplers_in(module_path)[name]
 
     @staticmethod
     def source_of(module_path, name):
@@ -3904,11 +3985,85 @@ class Project:
             self.writer_helpers.add(f"{prefix}.{function}")
         for function in Project.samplers_in(module_path):
             self.sampler_helpers.add(f"{prefix}.{function}")
+        for function, where in Project.eval_samplers_in(module_path).items():
+            self.eval_sampler_helpers[f"{prefix}.{function}"] = where
 
     @staticmethod
     @functools.cache
     def samplers_in(module_path):
         return padding_sampler_functions(Project.tree(module_path))
+
+    @staticmethod
+    @functools.cache
+    def eval_samplers_in(module_path, depth=3):
+        """A module's top-level functions that build a padding sampler for an evaluation split (eval_padding),
+        themselves or through another such function, of this module or of a project module it imports (at most
+        `depth` modules down): name -> (the sampler's module, line)."""
+        tree = Project.tree(module_path)
+        functions = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        found = {}
+        for f in functions:
+            line = eval_padding(f)
+            if line is not None:
+                found[f.name] = (module_path, line)
+        reached = {}  # a name this module calls -> where its sampler is
+        # padding helpers by the name this module calls them: an eval split asked of one is an eval sampler
+        # (U2PL's `build_vocloader("val", cfg)`); where, the helper's own line
+        padders = {
+            name: (module_path, Project.spans(module_path)[name][0])
+            for name in Project.samplers_in(module_path)
+        }
+        for node in ast.walk(tree) if depth else ():
+            if isinstance(node, ast.ImportFrom):
+                source = Project.resolve(module_path, node.module or "", node.level)
+                for alias in node.names:
+                    bound = alias.asname or alias.name
+                    if source is not None and alias.name != "*":
+                        origin, name = Project.origin(source, alias.name)
+                        where = Project.eval_samplers_in(origin, depth - 1).get(name)
+                        if where is not None:
+                            reached[bound] = where
+                        if name in Project.samplers_in(origin):
+                            padders[bound] = (origin, Project.spans(origin)[name][0])
+                    named = f"{node.module}.{alias.name}" if node.module else alias.name
+                    submodule = Project.resolve(module_path, named, node.level)
+                    if submodule is not None and submodule != source:
+                        for name, where in Project.eval_samplers_in(submodule, depth - 1).items():
+                            reached[f"{bound}.{name}"] = where
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = Project.resolve(module_path, alias.name, 0)
+                    if target is not None:
+                        for name, where in Project.eval_samplers_in(target, depth - 1).items():
+                            reached[f"{alias.asname or alias.name}.{name}"] = where
+
+        def asks_eval(call):
+            said = [*call.args, *(k.value for k in call.keywords)]
+            return any(
+                isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and EVAL_WORDS.search(a.value)
+                for a in said
+            ) or any(
+                k.arg
+                and "train" in k.arg
+                and isinstance(k.value, ast.Constant)
+                and k.value.value is False
+                for k in call.keywords
+            )
+
+        calls = {f.name: [n for n in ast.walk(f) if isinstance(n, ast.Call)] for f in functions}
+        for f in functions:
+            asked = [c for c in calls[f.name] if dotted(c.func) in padders and asks_eval(c)]
+            if f.name not in found and asked:
+                found[f.name] = padders[dotted(asked[0].func)]
+        for _ in range(3):  # a chain of helpers in the module: one more link each pass
+            known = {**reached, **found}
+            for name, called in calls.items():
+                hit = next((known[dotted(c.func)] for c in called if dotted(c.func) in known), None)
+                if name not in found and hit is not None:
+                    found[name] = hit
+        return found
 
     def reducer(self, call):
         """The text of the project function or class a call runs, when it combines ranks' values (SegmenTron's
