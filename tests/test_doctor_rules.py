@@ -1557,3 +1557,58 @@ def test_an_eval_loader_whose_padding_sampler_is_built_modules_away(tmp_path):
     # where: the module and line of the sampler the call reaches
     found = doctor.check_source(train, str(tmp_path / "p0" / "train.py"), neighbours=True)
     assert [f.via for f in found if f.code == "DDL127"] == ["data/loaders.py:7"], found
+
+
+def test_a_local_rank_flag_the_documented_launcher_breaks_even_beside_a_local_rank_read(tmp_path):
+    """Corpora 11 to 13 (seen): U2PL, imaginaire, seg-gdkd and sam-hq read LOCAL_RANK (so torchrun works) but
+    declare `--local_rank` alone for a strict parse_args(), and their README or shell scripts launch with
+    `python -m torch.distributed.launch`, whose torch 2 form passes `--local-rank=N`: argparse rejects it and
+    the documented launch dies at start. Not reported where nothing documents that launcher, where both
+    spellings are declared, or where parse_known_args() lets the argument pass."""
+    script = (
+        "import argparse, os\nimport torch.distributed as dist\n"
+        "parser = argparse.ArgumentParser()\n{declare}\n"
+        "args = parser.{parse}()\n"
+        "local_rank = int(os.environ.get('LOCAL_RANK', args.local_rank or 0))\n"
+        "dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
+    )
+    launch = "python -m torch.distributed.launch --nproc_per_node=8 tools/train.py\n"
+    one = "parser.add_argument('--local_rank', type=int, default=0)"
+    both = one + "\nparser.add_argument('--local-rank', type=int, default=0)"
+    cases = [  # (README's launch line, the declaration, the parse, reported)
+        (launch, one, "parse_args", True),
+        ("torchrun --nproc_per_node=8 tools/train.py\n", one, "parse_args", False),
+        (launch, both, "parse_args", False),
+        (launch, one, "parse_known_args", False),
+    ]
+    for i, (readme, declare, parse, expected) in enumerate(cases):
+        project = tmp_path / f"repo{i}"
+        (project / ".git").mkdir(parents=True)
+        files = {"README.md": readme, "tools/train.py": script.format(declare=declare, parse=parse)}
+        found = check_in_project(project, files, "tools/train.py")
+        assert ("DDL101" in found) is expected, (readme, declare, parse, found)
+
+
+def test_a_rank_check_one_side_of_an_or_guards_nothing_and_an_accelerate_trainer_runs_everywhere():
+    """Corpus 13 (seen): audiolm-pytorch's trainers clear the results folder under
+    `if self.is_main and force is True or (not exists(force) and asked())`: `and` binds first, so the second
+    side holds on every rank; and the rmtree sits in the __init__ of a trainer class that makes the
+    Accelerator, which every process constructs (doctor read it as a method whose callers might guard it).
+    `if rank == 0 or not distributed:` still guards: its other side is the one-process run."""
+    trainer = (
+        "import shutil\nfrom accelerate import Accelerator\n"
+        "class Trainer:\n"
+        "    def __init__(self, folder, force=None):\n"
+        "        self.accelerator = Accelerator()\n"
+        "        self.is_main = self.accelerator.is_main_process\n"
+        "        if {test}:\n"
+        "            shutil.rmtree(folder)\n"
+        "        self.accelerator.wait_for_everyone()\n"
+    )
+    for test, expected in [
+        ("self.is_main and force is True or (force is None and asked())", ["DDL140"]),
+        ("self.is_main and force is True or not self.accelerator.use_distributed", []),
+        ("self.is_main and (force is True or asked())", []),
+    ]:
+        found = [f.code for f in doctor.check_source(trainer.format(test=test))]
+        assert found == expected, (test, found)

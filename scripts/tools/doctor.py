@@ -80,6 +80,10 @@ WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataP
 LAUNCHERS = ("spawn", "start_processes", "Process")
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 # `val` alone or run together with what it names (`valset`, `valloader`: Depth-Anything-V2), not `interval`, `value`
+# what a test reads to tell a distributed run from one process (`not args.distributed`, `world_size == 1`)
+DISTRIBUTION_WORDS = re.compile(
+    r"distributed|is_initialized|world_size|ddp|parallel|multi_?gpu|gpus|num_processes|nprocs", re.I
+)
 EVAL_WORDS = re.compile(
     r"eval|test|valid|predict|(?<![a-z])val(?:set|ds|data|dataset|loader|sampler)?(?![a-z])", re.I
 )
@@ -1088,6 +1092,12 @@ class Checker:
             return False
         if methods_only and not any(isinstance(p, ast.ClassDef) for p in self.parents_of(function)):
             return False
+        if any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in ("Accelerator", "init_process_group")
+            for n in ast.walk(function)
+        ):
+            return False  # it makes the Accelerator or joins the group: every process runs it (audiolm)
         name = function.name
         if name == "__init__":
             cls = next((p for p in self.parents_of(function) if isinstance(p, ast.ClassDef)), None)
@@ -1188,6 +1198,13 @@ class Checker:
         } | set(flags_set_under_rank_checks(self.nodes, self.parent))
 
     def picks_ranks(self, test):
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            # `is_main and force is True or (not exists(force) and asked())` (audiolm-pytorch, corpus 13):
+            # where a side names neither a rank nor whether the run is distributed, it holds on every rank
+            return any(self.picks_ranks(v) for v in test.values) and all(
+                self.picks_ranks(v) or DISTRIBUTION_WORDS.search(ast.unparse(v))
+                for v in test.values
+            )
         if mentions_rank(test):
             return True
         return any(
@@ -1301,7 +1318,11 @@ class DeprecatedLauncher(Rule):
             "torch.distributed.launch",
         ):
             parent = self.m.parent.get(node)
-            if node.value.startswith("--local") and self.m.reads_local_rank:
+            if node.value == "--local_rank" and self.rejected_by_the_documented_launcher(parent):
+                self.add(
+                    node
+                )  # read from LOCAL_RANK or not, argparse stops the launch the repo documents
+            elif node.value.startswith("--local") and self.m.reads_local_rank:
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
             elif node.value.startswith("--local") and self.reads_local_rank_through_a_helper():
                 pass  # DUSt3R's init_distributed_mode (croco/utils/misc.py) reads LOCAL_RANK for it
@@ -1320,6 +1341,21 @@ class DeprecatedLauncher(Rule):
                 self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
                 self.add(node)
+
+    def rejected_by_the_documented_launcher(self, call):
+        """Whether `add_argument("--local_rank")` alone (no `--local-rank` beside it) is read by a strict
+        `parse_args()` in a project whose README or shell scripts launch with `torch.distributed.launch`: torch
+        2's launcher passes `--local-rank=N`, which argparse rejects, so the documented launch dies at start
+        however the script reads LOCAL_RANK after (sam-hq, U2PL, imaginaire, seg-gdkd: corpora 11-13, seen)."""
+        text = Project.text(Path(self.m.path))
+        return (
+            isinstance(call, ast.Call)
+            and last(dotted(call.func)) == "add_argument"
+            and not self.both_spellings(call)
+            and "parse_known_args" not in text
+            and ".parse_args(" in text
+            and Project.documents_launch(Path(self.m.path))
+        )
 
     def reads_local_rank_through_a_helper(self):
         """Whether a function of the project that this module calls reads LOCAL_RANK from the environment."""
@@ -3992,6 +4028,31 @@ class Project:
     @functools.cache
     def samplers_in(module_path):
         return padding_sampler_functions(Project.tree(module_path))
+
+    @staticmethod
+    def documents_launch(path):
+        """Whether the repository around `path` tells its users to launch with `torch.distributed.launch`: in a
+        README, a Markdown page or a shell script of its root or the folders under it. The root is the nearest
+        folder above `path` holding .git, else the farthest holding a README, at most four folders up."""
+        parents = list(Path(path).resolve().parents)[:4]
+        roots = [p for p in parents if (p / ".git").exists()]
+        roots = roots or [p for p in parents if any(p.glob("README*"))][::-1]
+        return bool(roots) and Project._documents_launch(roots[0])
+
+    @staticmethod
+    @functools.cache
+    def _documents_launch(root):
+        pages = [*root.glob("*.sh"), *root.glob("*.md"), *root.glob("*/*.sh"), *root.glob("*/*.md")]
+        pages += [*root.glob("*/*/*.sh")]
+        for page in pages[:300]:
+            try:
+                if page.is_file() and "torch.distributed.launch" in page.read_text(
+                    errors="replace"
+                ):
+                    return True
+            except OSError:
+                continue
+        return False
 
     @staticmethod
     @functools.cache
