@@ -1578,6 +1578,10 @@ def test_a_local_rank_flag_the_documented_launcher_breaks_even_beside_a_local_ra
     cases = [  # (README's launch line, the declaration, the parse, reported)
         (launch, one, "parse_args", True),
         ("torchrun --nproc_per_node=8 tools/train.py\n", one, "parse_args", False),
+        # the launch of another script of the repository, or one given --use_env (no argument passed)
+        (launch.replace("train.py", "eval.py"), one, "parse_args", False),
+        (launch.replace("launch", "launch --use_env"), one, "parse_args", False),
+        (launch.replace("launch", "launch \\\n  --nnodes=1"), one, "parse_args", True),
         (launch, both, "parse_args", False),
         (launch, one, "parse_known_args", False),
     ]

@@ -4031,28 +4031,47 @@ class Project:
 
     @staticmethod
     def documents_launch(path):
-        """Whether the repository around `path` tells its users to launch with `torch.distributed.launch`: in a
-        README, a Markdown page or a shell script of its root or the folders under it. The root is the nearest
+        """Whether the repository around `path` tells its users to launch this file with
+        `torch.distributed.launch` (without --use_env, with which the launcher passes no argument): a command in
+        a README, a Markdown page or a shell script anywhere in it that names the file. The root is the nearest
         folder above `path` holding .git, else the farthest holding a README, at most four folders up."""
         parents = list(Path(path).resolve().parents)[:4]
         roots = [p for p in parents if (p / ".git").exists()]
         roots = roots or [p for p in parents if any(p.glob("README*"))][::-1]
-        return bool(roots) and Project._documents_launch(roots[0])
+        named = re.compile(
+            rf"(?<![\w-]){re.escape(Path(path).name)}(?!\w)"
+        )  # not pretrain.py for train.py
+        return bool(roots) and any(named.search(c) for c in Project.launches(roots[0]))
 
     @staticmethod
     @functools.cache
-    def _documents_launch(root):
-        pages = [*root.glob("*.sh"), *root.glob("*.md"), *root.glob("*/*.sh"), *root.glob("*/*.md")]
-        pages += [*root.glob("*/*/*.sh")]
-        for page in pages[:300]:
-            try:
-                if page.is_file() and "torch.distributed.launch" in page.read_text(
-                    errors="replace"
-                ):
-                    return True
-            except OSError:
+    def launches(root):
+        """The `torch.distributed.launch` commands of a repository's pages and shell scripts, each with its
+        continuation lines (a trailing backslash) joined; not those given --use_env."""
+        commands, pages = [], []
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = [
+                s
+                for s in subfolders
+                if not s.startswith(".") and s not in ("node_modules", "venv", "site-packages")
+            ]
+            pages += [Path(folder, f) for f in files if f.endswith((".sh", ".md"))]
+            if len(pages) > 400:
+                break
+        for page in pages[:400]:
+            text = Project.text(page)
+            if "torch.distributed.launch" not in text:
                 continue
-        return False
+            lines = text.splitlines()
+            for i, line in enumerate(lines):
+                if "torch.distributed.launch" in line:
+                    command, j = line, i
+                    while command.rstrip().endswith("\\") and j + 1 < len(lines):
+                        j += 1
+                        command = command.rstrip()[:-1] + " " + lines[j]
+                    if not re.search(r"--use[-_]env", command):
+                        commands.append(command)
+        return tuple(commands)
 
     @staticmethod
     @functools.cache
