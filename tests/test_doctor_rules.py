@@ -1492,14 +1492,15 @@ def test_names_a_package_takes_from_its_modules_are_followed_there(tmp_path):
         "    do_train(model, loader, val_loader)\n"
         "def run_test():\n    loader = make_data_loader(cfg, is_train=False, is_distributed=True)\n"
         "    inference(model, loader)\n"
-        "trainer = Trainer(model, optimizer, 4)\n"
+        "trainer = Trainer(model, optimizer, 4)\ntrainer.step(x, 0)\n"
     )
     lines = check_in_project(
         tmp_path, {**files, "tools/train.py": train}, "tools/train.py", where=True
     )
     assert (11, "DDL127") in lines, lines  # the validation loss over the padding's repeats
     assert not any(code == "DDL127" and line == 14 for line, code in lines), lines  # merged by id
-    assert (16, "DDL119") in lines, lines  # Trainer, through `from pkg import *` and its __init__
+    # Trainer, through `from pkg import *` and its __init__: at the call of the method that accumulates
+    assert (17, "DDL119") in lines and (16, "DDL119") not in lines, lines
 
 
 def test_an_eval_loader_whose_padding_sampler_is_built_modules_away(tmp_path):
@@ -1616,3 +1617,37 @@ def test_a_rank_check_one_side_of_an_or_guards_nothing_and_an_accelerate_trainer
     ]:
         found = [f.code for f in doctor.check_source(trainer.format(test=test))]
         assert found == expected, (test, found)
+
+
+def test_a_method_called_on_an_instance_is_followed_into_its_class_and_a_constructor_runs_init_alone(
+    tmp_path,
+):
+    """Corpus 13 (seen): a class's whole body was carried to the line that constructs it, so EEG-signal's
+    `CheckpointSaver(...)` was reported for the save() that runs later under a rank check, while the mistakes
+    in `exp.train()`, a method of an instance of the project's own class, went unread. Now constructing runs
+    __init__ (and what it calls on self), `obj.method()` runs that method, `obj(...)` its __call__, and
+    `fire.Fire(component=obj)` any method the command line names (ChatLM-mini-Chinese, corpus 12)."""
+    trainer = (
+        "import os, torch\nimport torch.distributed as dist\n"
+        "class Saver:\n"
+        "    def __init__(self, path):\n        self.path = path\n"
+        "    def save(self, model):\n        torch.save(model.state_dict(), self.path)\n"
+        "class Exp:\n"
+        "    def __init__(self, args):\n        self.args = args\n"
+        "    def train(self, model):\n        self.prepare()\n"
+        "    def prepare(self):\n        os.makedirs('checkpoints')\n"
+        "    def __call__(self, model):\n        torch.save(model.state_dict(), 'best.pt')\n"
+    )
+    script = DDP_HEAD + "from trainer import Saver, Exp\nimport fire\n{body}\n" + DDP_TAIL
+    cases = {
+        "saver = Saver('model.pt')": [],  # builds a saver: nothing written yet
+        "saver = Saver('model.pt')\nif dist.get_rank() == 0:\n    saver.save(model)": [],
+        "saver = Saver('model.pt')\nsaver.save(model)": ["DDL107"],
+        "exp = Exp(args)\nexp.train(model)": ["DDL137"],  # two methods down, through self.prepare()
+        "exp = Exp(args)\nexp(model)": ["DDL107"],
+        "exp = Exp(args)\nfire.Fire(component=exp)": ["DDL107", "DDL137"],
+    }
+    for i, (body, expected) in enumerate(cases.items()):
+        files = {"trainer.py": trainer, "train.py": script.format(body=body)}
+        found = check_in_project(tmp_path / f"p{i}", files, "train.py")
+        assert sorted(set(found) - {"DDL113"}) == expected, (body, found)

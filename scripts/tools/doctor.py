@@ -4198,22 +4198,61 @@ class Project:
         }
 
     @staticmethod
+    def is_class(module_path, name):
+        return any(
+            isinstance(c, ast.ClassDef) and c.name == name for c in Project.tree(module_path).body
+        )
+
+    @staticmethod
     @functools.cache
-    def reach(module_path, name):
+    def reach(module_path, name, method=None):
         """The line spans a call of `name` runs in its module: its own, and those of the module's top-level
-        functions it calls by name, and theirs (parser.py's `get_args` calling `create_experiment_dir`)."""
+        functions it calls by name, and theirs (parser.py's `get_args` calling `create_experiment_dir`). For a
+        class, what constructing it runs (its __init__), or with `method`, what `instance.method()` runs: that
+        method and the methods it calls on `self`, not the whole class (EEG-signal's `CheckpointSaver(...)`
+        builds a saver; its save() writes later, under a rank check); `method="*"`, every method."""
         spans = Project.spans(module_path)
         called = {  # functions only: a class the helper makes is its own world (a dataset's cache)
             f.name: {dotted(n.func) for n in ast.walk(f) if isinstance(n, ast.Call)}
             for f in Project.functions_of(module_path)
         }
-        names, pending = {name}, [name]
+        cls = next(
+            (
+                c
+                for c in Project.tree(module_path).body
+                if isinstance(c, ast.ClassDef) and c.name == name
+            ),
+            None,
+        )
+        found, pending = [], [name]
+        if cls is not None:
+            methods = {
+                m.name: m
+                for m in cls.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            todo, done = [*methods] if method == "*" else [method or "__init__"], set()
+            while todo:
+                current = methods.get(todo.pop())
+                if current is None or current.name in done:
+                    continue
+                done.add(current.name)
+                found.append((current.lineno, current.end_lineno))
+                for n in ast.walk(current):
+                    if isinstance(n, ast.Call):
+                        callee = dotted(n.func)
+                        if callee.startswith("self.") and callee.count(".") == 1:
+                            todo.append(callee[5:])
+                        elif callee in called:
+                            pending.append(callee)
+            pending = [p for p in pending if p != name]
+        names = set(pending)
         while pending:
             for callee in called.get(pending.pop(), ()):
                 if callee in called and callee not in names:
                     names.add(callee)
                     pending.append(callee)
-        return tuple(spans[n] for n in sorted(names))
+        return tuple(found) + tuple(spans[n] for n in sorted(names) if n in spans)
 
     def joins(self, name):
         """Whether a call of this name runs a function of the project that joins the process group."""
@@ -4433,14 +4472,31 @@ def one_call_away(checker):
     syncs = bool(
         checker.words & {"no_sync", "accumulate", "require_backward_grad_sync", "ddp_sync"}
     )
+    instances = project_instances(checker)
     for call in checker.nodes:
         if not isinstance(call, ast.Call):
             continue
-        target = checker.project.defined.get(dotted(call.func))
+        target, method = checker.project.defined.get(dotted(call.func)), None
+        if (
+            target is None
+        ):  # `trainer.train()` on a `trainer = Trainer(...)`, `early_stopping(loss)`
+            func = call.func
+            owner, method = (
+                (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
+            )
+            target = instances.get(dotted(owner))
+        if target is None and last(dotted(call.func)) == "Fire":
+            # `fire.Fire(ChatTrainer)`, `fire.Fire(component=chat_trainer)`: the command line picks the method
+            given = [*call.args, *(k.value for k in call.keywords)]
+            handed = [
+                instances.get(dotted(a)) or checker.project.defined.get(dotted(a)) for a in given
+            ]
+            target = next((h for h in handed if h is not None and Project.is_class(*h)), None)
+            method = "*"
         if target is None or checker.never_distributed(call):
             continue
         module, name = target
-        spans = Project.reach(module, name)
+        spans = Project.reach(module, name, method)
         dataset = name in Project.datasets(module)
         for f in findings_when_called(module, *context):
             # DDL101 too where this file reads no LOCAL_RANK either: `--local_rank` parsed in utils/parser.py
@@ -4466,6 +4522,22 @@ def one_call_away(checker):
                     checker.path, call.lineno, call.col_offset, f.code, False, f"{where}:{f.line}"
                 )
             )
+    return found
+
+
+def project_instances(checker):
+    """The names this module binds to an instance of one of the project's classes (`trainer = Trainer(cfg)`,
+    `self.runner = ModuleRunner(cfg)`): name -> (the class's module, its name), for one_call_away to follow a
+    method called on them into the class. A class handed on uncalled (`fire.Fire(ChatTrainer)`) runs whatever
+    its caller picks: its name stands for every method."""
+    project, found = checker.project, {}
+    for node in checker.nodes:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            target = project.defined.get(dotted(node.value.func))
+            if target is not None and Project.is_class(*target):
+                for name in node.targets:
+                    if dotted(name):
+                        found[dotted(name)] = target
     return found
 
 
