@@ -1646,6 +1646,11 @@ def test_a_method_called_on_an_instance_is_followed_into_its_class_and_a_constru
         "exp = Exp(args)\nexp.train(model)": ["DDL137"],  # two methods down, through self.prepare()
         "exp = Exp(args)\nexp(model)": ["DDL107"],
         "exp = Exp(args)\nfire.Fire(component=exp)": ["DDL107", "DDL137"],
+        "fire.Fire(Exp)": ["DDL107", "DDL137"],
+        # a name that holds one class or another, by branch (Radar-Lei/competition's `Exp = Exp_Imputation`)
+        "Runner = Saver\nif args.x:\n    Runner = Exp\nrun = Runner(args)\nrun.train(model)": [
+            "DDL137"
+        ],
     }
     for i, (body, expected) in enumerate(cases.items()):
         files = {"trainer.py": trainer, "train.py": script.format(body=body)}

@@ -4474,70 +4474,93 @@ def one_call_away(checker):
     )
     instances = project_instances(checker)
     for call in checker.nodes:
-        if not isinstance(call, ast.Call):
+        if not isinstance(call, ast.Call) or checker.never_distributed(call):
             continue
-        target, method = checker.project.defined.get(dotted(call.func)), None
-        if (
-            target is None
-        ):  # `trainer.train()` on a `trainer = Trainer(...)`, `early_stopping(loss)`
-            func = call.func
-            owner, method = (
-                (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
-            )
-            target = instances.get(dotted(owner))
-        if target is None and last(dotted(call.func)) == "Fire":
-            # `fire.Fire(ChatTrainer)`, `fire.Fire(component=chat_trainer)`: the command line picks the method
-            given = [*call.args, *(k.value for k in call.keywords)]
-            handed = [
-                instances.get(dotted(a)) or checker.project.defined.get(dotted(a)) for a in given
-            ]
-            target = next((h for h in handed if h is not None and Project.is_class(*h)), None)
-            method = "*"
-        if target is None or checker.never_distributed(call):
-            continue
-        module, name = target
-        spans = Project.reach(module, name, method)
-        dataset = name in Project.datasets(module)
-        for f in findings_when_called(module, *context):
-            # DDL101 too where this file reads no LOCAL_RANK either: `--local_rank` parsed in utils/parser.py
-            carried = f.code in REACHED or f.code == "DDL101" and not checker.reads_local_rank
-            inside = any(first <= f.line <= end for first, end in spans)
-            if not carried or not inside or (module, f.line, f.code) in seen:
-                continue
-            if dataset and f.code in ("DDL107", "DDL132"):
-                continue  # a dataset's per-sample cache file: the sampler gives each sample to one process
-            if f.code == "DDL119" and syncs:
-                continue  # the caller picks no_sync around the call (wenet's `context = model.no_sync`)
-            if f.code == "DDL137" and checker.spawned and function_of(checker, call) is None:
-                continue  # module level: the parent makes the folder before mp.spawn (GPT-SoVITS)
-            if f.code in GUARDABLE and (
-                checker.guarded(call, per_node_too=f.code in ("DDL137", "DDL140"))
-                or checker.callers_elsewhere(call, methods_only=True)
-            ):
-                continue
-            seen.add((module, f.line, f.code))
-            where = os.path.relpath(module, Path(checker.path).resolve().parent)
-            found.append(
-                Finding(
-                    checker.path, call.lineno, call.col_offset, f.code, False, f"{where}:{f.line}"
+        for (module, name), method in called_targets(checker, call, instances):
+            spans = Project.reach(module, name, method)
+            dataset = name in Project.datasets(module)
+            for f in findings_when_called(module, *context):
+                # DDL101 too where this file reads no LOCAL_RANK either: `--local_rank` in utils/parser.py
+                carried = f.code in REACHED or f.code == "DDL101" and not checker.reads_local_rank
+                inside = any(first <= f.line <= end for first, end in spans)
+                if not carried or not inside or (module, f.line, f.code) in seen:
+                    continue
+                if dataset and f.code in ("DDL107", "DDL132"):
+                    continue  # a dataset's per-sample cache file: each sample goes to one process
+                if f.code == "DDL119" and syncs:
+                    continue  # the caller picks no_sync around the call (wenet's `context = model.no_sync`)
+                if f.code == "DDL137" and checker.spawned and function_of(checker, call) is None:
+                    continue  # module level: the parent makes the folder before mp.spawn (GPT-SoVITS)
+                if f.code in GUARDABLE and (
+                    checker.guarded(call, per_node_too=f.code in ("DDL137", "DDL140"))
+                    or checker.callers_elsewhere(call, methods_only=True)
+                ):
+                    continue
+                seen.add((module, f.line, f.code))
+                where = os.path.relpath(module, Path(checker.path).resolve().parent)
+                found.append(
+                    Finding(
+                        checker.path,
+                        call.lineno,
+                        call.col_offset,
+                        f.code,
+                        False,
+                        f"{where}:{f.line}",
+                    )
                 )
+    return found
+
+
+def called_targets(checker, call, instances):
+    """What a call runs in the project's other modules: [((module, function or class), method)]. A function or
+    a class by its name (method None: the constructor); `trainer.train()` on a `trainer = Trainer(...)` (or on
+    one of the classes a name may hold: `Exp = Exp_Imputation` in one branch, `Exp_Prediction` in the other),
+    `early_stopping(loss)` for __call__; `fire.Fire(ChatTrainer)` or `fire.Fire(component=chat_trainer)`, any
+    method ("*"), as the command line picks."""
+    target = checker.project.defined.get(dotted(call.func))
+    if target is not None:
+        return [(target, None)]
+    func = call.func
+    owner, method = (
+        (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "__call__")
+    )
+    found = [(t, method) for t in instances.get(dotted(owner), ())]
+    if not found and last(dotted(call.func)) == "Fire":
+        for given in [*call.args, *(k.value for k in call.keywords)]:
+            classes = instances.get(dotted(given), ()) or instances.get(
+                ("class", dotted(given)), ()
             )
+            defined = checker.project.defined.get(dotted(given))
+            if defined is not None and Project.is_class(*defined):
+                classes = [defined]
+            found += [(t, "*") for t in classes]
     return found
 
 
 def project_instances(checker):
     """The names this module binds to an instance of one of the project's classes (`trainer = Trainer(cfg)`,
-    `self.runner = ModuleRunner(cfg)`): name -> (the class's module, its name), for one_call_away to follow a
-    method called on them into the class. A class handed on uncalled (`fire.Fire(ChatTrainer)`) runs whatever
-    its caller picks: its name stands for every method."""
+    `self.runner = ModuleRunner(cfg)`): name -> the (module, class) pairs it may hold, for one_call_away to
+    follow a method called on it into the class. A name bound to a class itself (`Exp = Exp_Imputation`) is
+    kept under ("class", name), and a call of it makes an instance of each class it may hold."""
     project, found = checker.project, {}
-    for node in checker.nodes:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            target = project.defined.get(dotted(node.value.func))
-            if target is not None and Project.is_class(*target):
-                for name in node.targets:
-                    if dotted(name):
-                        found[dotted(name)] = target
+
+    def classes(node):
+        target = project.defined.get(dotted(node))
+        if target is not None and Project.is_class(*target):
+            return [target]
+        return found.get(("class", dotted(node)), [])
+
+    assigns = [n for n in checker.nodes if isinstance(n, ast.Assign)]
+    for node in assigns:  # the aliases first: `Exp = Exp_Imputation`
+        if isinstance(node.value, (ast.Name, ast.Attribute)):
+            for name in node.targets:
+                for target in classes(node.value):
+                    found.setdefault(("class", dotted(name)), []).append(target)
+    for node in assigns:
+        if isinstance(node.value, ast.Call):
+            for name in node.targets:
+                if dotted(name):
+                    found.setdefault(dotted(name), []).extend(classes(node.value.func))
     return found
 
 
