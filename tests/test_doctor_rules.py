@@ -1656,3 +1656,35 @@ def test_a_method_called_on_an_instance_is_followed_into_its_class_and_a_constru
         files = {"trainer.py": trainer, "train.py": script.format(body=body)}
         found = check_in_project(tmp_path / f"p{i}", files, "train.py")
         assert sorted(set(found) - {"DDL113"}) == expected, (body, found)
+
+
+def test_a_sampler_built_beside_one_that_gets_set_epoch_and_never_gets_it_itself():
+    """Corpus 13 (seen): TorchSemiSeg's two unlabeled loaders come from the helper that builds the labeled one,
+    each with its DistributedSampler, and only the labeled sampler gets set_epoch: the unlabeled ones give the
+    same order every epoch (and CutMix mixes each image with itself). Not where each sampler gets it, where the
+    other sampler is handed on (to a function that may call it), or for an eval sampler."""
+    script = (
+        DDP_HEAD + "loader, sampler = get_train_loader(cfg, 'labeled')\n"
+        "u_loader, u_sampler = get_train_loader(cfg, 'unlabeled')\n"
+        "val_loader, val_sampler = get_train_loader(cfg, 'val')\n"
+        "for epoch in range(10):\n    sampler.set_epoch(epoch)\n{more}\n"
+        "    for x in zip(loader, u_loader):\n        pass\n" + DDP_TAIL
+    )
+    bad = doctor.check_source(script.format(more=""))
+    assert [(f.line, f.code) for f in bad] == [(8, "DDL105")], bad
+    for more in ("    u_sampler.set_epoch(epoch)", "    step(u_sampler)"):
+        assert doctor.check_source(script.format(more=more)) == [], more
+
+
+def test_a_training_step_method_called_through_the_wrappers_module():
+    """Corpus 13 (seen): P5 runs `results = self.model.module.train_step(batch)` then `loss.backward()` on its
+    DDP model: the forward inside train_step skips DDP's, so nothing is all-reduced and each process trains its
+    own copy. Not where the step goes through the wrapper itself."""
+    script = (
+        DDP_HEAD + "model = DDP(net)\ndef train(loader, optimizer):\n    for batch in loader:\n"
+        "        results = {call}(batch)\n        results['loss'].backward()\n"
+        "        optimizer.step()\n" + DDP_TAIL
+    )
+    bad = doctor.check_source(script.format(call="model.module.train_step"))
+    assert [f.code for f in bad] == ["DDL136"], bad
+    assert doctor.check_source(script.format(call="model")) == []

@@ -1455,6 +1455,37 @@ class SamplerWithoutSetEpoch(CallRule):
         if callee == "DistributedSampler" and not self.m.set_epoch_called and self.m.shuffles(call):
             self.add(call)
 
+    def end(self):
+        """A sampler built by the same helper as one that gets set_epoch, that does not get it itself:
+        TorchSemiSeg's `unsupervised_train_loader_0, unsupervised_train_sampler_0 = get_train_loader(...)`
+        beside `train_loader, train_sampler = get_train_loader(...)`, only `train_sampler.set_epoch(epoch)`: the
+        unlabeled samplers repeat one order every epoch (corpus 13, seen)."""
+        epoched = {
+            dotted(n.func.value)
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "set_epoch"
+        }
+        built = []  # (the helper, the tuple position, the name, the assignment)
+        for node in self.m.nodes:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Tuple)
+            ):
+                for i, element in enumerate(node.targets[0].elts):
+                    if "sampler" in dotted(element).lower():
+                        built.append((dotted(node.value.func), i, dotted(element), node))
+        used = {
+            n.id for n in self.m.nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        for helper, i, name, node in built:
+            twins = [b for b in built if b[0] == helper and b[1] == i and b[2] in epoched]
+            if twins and name not in epoched and name not in used and not EVAL_WORDS.search(name):
+                self.add(node, fixable=False)
+
 
 class WrappedStateDict(CallRule):
     """DDL106: torch.save(model.state_dict(), ...) where model is a DDP / DataParallel / prepared model.
@@ -1927,7 +1958,8 @@ def trains(statements):
 # a method of the bare module that runs its forward (not `get_loss_acc(out, y)`, which reads outputs)
 RUNS_FORWARD = re.compile(
     r"forward|logits|encode|decode|embed|predict|infer|extract|feature|backbone|head|net$|model$|"
-    r"layer|block|trunk|tower",
+    # a model's own training step or loss (P5's `self.model.module.train_step(batch)`, corpus 13, seen)
+    r"layer|block|trunk|tower|train_step|training_step|_loss$|^loss",
     re.I,
 )
 
