@@ -589,22 +589,29 @@ def test_files_doctor_cannot_analyse_are_one_line_each_and_the_rest_are_still_ch
 FIXTURES = ROOT / "tests" / "doctor_fixtures"
 # each file: its rule's mistake in a script that runs on a CPU (python FILE); these two fail before the fix
 FAILS_UNFIXED = {"ddl104_shuffle_and_sampler.py": "mutually exclusive", "ddl106": "Unexpected key"}
-# one process runs them all (a launch costs ~2 s); a script that fails is cleaned up after (its process group), and
-# a hang prints where it is and ends the run
+# one process imports torch once (a launch costs ~2 s) and forks a child for each fixture: a second gloo group
+# in one process, after the first was destroyed, hung at its end in 1 of 17 to 1 of 49 runs here (ddl106 then
+# the fixed ddl115); a fixture that hangs prints where it is and ends its child
 RUNNER = """
-import faulthandler, runpy, sys
+import faulthandler, os, runpy, sys
 import torch.distributed as dist
-import torch.distributed.nn  # before the fixtures' init_process_group, so that a group can be freed (item 2)
+import torch.distributed.nn
 for path in sys.argv[1:]:
-    faulthandler.dump_traceback_later(60, exit=True)
-    try:
-        runpy.run_path(path, run_name="__main__")
-        print("RAN", path)
-    except BaseException as e:
-        print("FAILED", path, type(e).__name__, str(e).replace(chr(10), " ")[:300])
-    if dist.is_initialized():
-        dist.destroy_process_group()
-    faulthandler.cancel_dump_traceback_later()
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        faulthandler.dump_traceback_later(60, exit=True)
+        try:
+            runpy.run_path(path, run_name="__main__")
+            print("RAN", path)
+        except BaseException as e:
+            print("FAILED", path, type(e).__name__, str(e).replace(chr(10), " ")[:300])
+        sys.stdout.flush()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        print("HUNG", path)
+        sys.exit(1)
 """
 
 
