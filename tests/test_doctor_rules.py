@@ -1688,3 +1688,34 @@ def test_a_training_step_method_called_through_the_wrappers_module():
     bad = doctor.check_source(script.format(call="model.module.train_step"))
     assert [f.code for f in bad] == ["DDL136"], bad
     assert doctor.check_source(script.format(call="model")) == []
+
+
+def test_apex_ddp_is_no_mixed_precision():
+    """Corpora 12 and 13 (seen): `from apex.parallel import DistributedDataParallel` then
+    `DistributedDataParallel(model)` was reported as deprecated mixed precision (DDL102) and judged false twice:
+    it is apex's DDP wrapper. apex's amp still is."""
+    ddp = "import apex\nmodel = apex.parallel.DistributedDataParallel(model)\n"
+    assert [f.code for f in doctor.check_source(ddp)] == []
+    amp = "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O1')\n"
+    assert {f.code for f in doctor.check_source(amp)} == {"DDL102"}
+
+
+def test_code_after_a_refusal_to_run_distributed_and_what_only_it_calls():
+    """Corpus 13 (seen): PoinTr's test_net starts with `if args.distributed: raise NotImplementedError()`, and
+    test() is called from test_net alone: their makedirs run in one process. A function mp.spawn is handed is
+    still every rank's, even when the script also calls it directly where it is not distributed."""
+    script = (
+        DDP_HEAD + "import os\n"
+        "def test(args):\n    os.makedirs('results')\n"
+        "def test_net(args):\n    if args.distributed:\n        raise NotImplementedError()\n"
+        "    os.makedirs('vis')\n    test(args)\n"
+        "test_net(args)\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(script)] == []
+    spawned = (
+        DDP_HEAD + "import os\nimport torch.multiprocessing as mp\n"
+        "def worker(rank, args):\n    os.makedirs('results')\n"
+        "if args.distributed:\n    mp.spawn(worker, args=(args,), nprocs=2)\nelse:\n    worker(0, args)\n"
+        + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(spawned)] == ["DDL137"]

@@ -1150,10 +1150,27 @@ class Checker:
             )
         }
 
-    def never_distributed(self, node):
-        """Whether `node` sits in a branch that only a flag asserted off when distributed leads to."""
+    def never_distributed(self, node, seen=()):
+        """Whether `node` sits in a branch that only a flag asserted off when distributed leads to, or after a
+        function's `if args.distributed: raise NotImplementedError()` (PoinTr's test_net), or in a function
+        that only such code calls."""
         child = node
         for parent in self.parents_of(node):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(
+                    refuses_distributed(s) and s.lineno < node.lineno
+                    for s in parent.body
+                    if s is not child
+                ):
+                    return True
+                callers = [c for c in self.calls.get(parent.name, []) if not is_inside(c, parent)]
+                if (
+                    callers
+                    and parent.name not in seen
+                    and parent.name not in self.handed_on
+                    and all(self.never_distributed(c, (*seen, parent.name)) for c in callers)
+                ):
+                    return True
             if isinstance(parent, ast.If):
                 test, taken = parent.test, child not in parent.orelse
                 if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -1225,6 +1242,21 @@ class Checker:
 # Every rule is one class, the way TorchFix writes its visitors: `Rule.run` visits the module with the facts
 # the Checker gathered (its parent map, call sites, wrapped names) and reports its one code. RULE_CLASSES, at
 # the end, is the registry.
+def refuses_distributed(statement):
+    """`if args.distributed: raise NotImplementedError()`: what follows never runs distributed."""
+    return (
+        isinstance(statement, ast.If)
+        and bool(DISTRIBUTED_FLAG.fullmatch(ast.unparse(statement.test)))
+        and bool(statement.body)
+        and all(isinstance(s, ast.Raise) for s in statement.body)
+        and not statement.orelse
+    )
+
+
+def is_inside(node, scope):
+    return scope.lineno <= node.lineno <= scope.end_lineno
+
+
 class Rule:
     """One code. `begin` looks at the module (False: nothing to visit), then `visit_<NodeType>` is called for
     every node of that type in one walk shared by all the rules (run_rules), then `end`."""
@@ -1376,7 +1408,7 @@ class DeprecatedLauncher(Rule):
 
 
 class DeprecatedAmp(Rule):
-    """DDL102: torch.cuda.amp (imported or spelled out) and NVIDIA APEX's amp and DDP; not the old-torch
+    """DDL102: torch.cuda.amp (imported or spelled out) and NVIDIA APEX's amp; not the old-torch
     fallback after torch.amp was tried (Checker.add leaves those out)."""
 
     code = "DDL102"
@@ -1398,11 +1430,9 @@ class DeprecatedAmp(Rule):
             pass  # an imported name, resolved: its import is reported
         elif name.startswith("torch.cuda.amp.") and name.count(".") == 3:
             self.add(node)
-        if name in (
-            "apex.parallel.DistributedDataParallel",
-            "amp.initialize",
-            "apex.amp.initialize",
-        ):
+        # not apex.parallel.DistributedDataParallel: a DDP wrapper, no mixed precision (read as amp twice,
+        # corpora 12 and 13: OFAKD, TorchSemiSeg)
+        if name in ("amp.initialize", "apex.amp.initialize"):
             self.add(node)
 
 
