@@ -1719,3 +1719,44 @@ def test_code_after_a_refusal_to_run_distributed_and_what_only_it_calls():
         + DDP_TAIL
     )
     assert [f.code for f in doctor.check_source(spawned)] == ["DDL137"]
+
+
+def test_a_training_sampler_built_modules_away_that_never_gets_set_epoch(tmp_path):
+    """Corpus 14 (seen): ViT-pytorch's get_loader, HigherHRNet's make_dataloader (under lib/, which its
+    _init_paths puts on sys.path) and vq-vae-2's `dist.data_sampler(ds, shuffle=True, ...)` (re-exported by the
+    package's __init__) build the DistributedSampler; the script that runs the epochs never calls set_epoch.
+    Reported at the call, with where the sampler is. Not where the script or the function the loop hands the
+    loader to calls set_epoch, nor for the eval split's loader."""
+    build = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def make_dataloader(cfg, is_train=True):\n"
+        "    dataset = build_dataset(cfg, is_train)\n"
+        "    if is_train:\n        sampler = DistributedSampler(dataset)\n"
+        "    else:\n        sampler = None\n"
+        "    return DataLoader(dataset, sampler=sampler)\n"
+    )
+    trainer = (
+        "def do_train(loader, model, epoch):\n    {body}\n    for x in loader:\n        model(x)\n"
+    )
+    script = (
+        DDP_HEAD + "from dataset.build import make_dataloader\nfrom core.trainer import do_train\n"
+        "train_loader = make_dataloader(cfg, is_train=True)\n"
+        "valid_loader = make_dataloader(cfg, is_train=False)\n"
+        "for epoch in range(10):\n    {loop}do_train(train_loader, model, epoch)\n" + DDP_TAIL
+    )
+    cases = [  # (the loop's set_epoch, do_train's, reported)
+        ("", "pass", True),
+        ("train_loader.sampler.set_epoch(epoch)\n    ", "pass", False),
+        ("", "loader.sampler.set_epoch(epoch)", False),
+    ]
+    for i, (loop, body, expected) in enumerate(cases):
+        files = {
+            "lib/dataset/__init__.py": "",
+            "lib/dataset/build.py": build,
+            "lib/core/__init__.py": "",
+            "lib/core/trainer.py": trainer.format(body=body),
+            "tools/train.py": script.format(loop=loop),
+        }
+        found = check_in_project(tmp_path / f"p{i}", files, "tools/train.py", where=True)
+        assert ((9, "DDL105") in found) is expected, (loop, body, found)
+        assert (10, "DDL105") not in found  # the valid loader

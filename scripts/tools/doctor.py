@@ -1508,6 +1508,7 @@ class SamplerWithoutSetEpoch(CallRule):
                 for i, element in enumerate(node.targets[0].elts):
                     if "sampler" in dotted(element).lower():
                         built.append((dotted(node.value.func), i, dotted(element), node))
+        self.built_modules_away()
         used = {
             n.id for n in self.m.nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
@@ -1515,6 +1516,76 @@ class SamplerWithoutSetEpoch(CallRule):
             twins = [b for b in built if b[0] == helper and b[1] == i and b[2] in epoched]
             if twins and name not in epoched and name not in used and not EVAL_WORDS.search(name):
                 self.add(node, fixable=False)
+
+    def built_modules_away(self):
+        """A shuffling training sampler built by a project function (HigherHRNet's make_dataloader in
+        lib/dataset/build.py, ViT-pytorch's get_loader, vq-vae-2's `dist.data_sampler(ds, shuffle=True, ...)`)
+        in a module that runs the epochs (the loader or sampler is used inside a loop here) and never calls
+        set_epoch, nor does the code it hands them to in that loop (corpus 14, seen)."""
+        m = self.m
+        if m.set_epoch_called or m.uses_accelerate or not m.distributed:
+            return
+        loops = [n for n in m.nodes if isinstance(n, (ast.For, ast.While))]
+        for node in m.nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            name = dotted(node.func)
+            where = m.project.train_sampler_helpers.get(name)
+            if where is None and name in m.project.sampler_helpers and asks_train(node):
+                target = m.project.defined.get(name)
+                where = (target[0], Project.spans(target[0])[target[1]][0]) if target else None
+            if where is None:
+                continue
+            said = [ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords]
+            parent = m.parent.get(node)
+            bound = []
+            if isinstance(parent, ast.Assign):
+                for target in parent.targets:
+                    elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                    bound += [dotted(e) for e in elements if dotted(e)]
+            for other in (
+                m.nodes
+            ):  # the loader built over the sampler: `loader = DataLoader(ds, sampler=sampler)`
+                if (
+                    isinstance(other, ast.Assign)
+                    and isinstance(other.value, ast.Call)
+                    and any(
+                        dotted(a) in bound
+                        for a in [*other.value.args, *(k.value for k in other.value.keywords)]
+                    )
+                ):
+                    bound += [dotted(t) for t in other.targets if dotted(t)]
+            if any(EVAL_WORDS.search(s) for s in said) or any(
+                k.arg
+                and ("train" in k.arg or k.arg == "shuffle")
+                and isinstance(k.value, ast.Constant)
+                and k.value.value is False
+                for k in node.keywords
+            ):
+                continue  # the eval split's loader, or a sampler asked not to shuffle
+            inside = [
+                n
+                for loop in loops
+                for n in ast.walk(loop)
+                if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in bound
+            ]
+            if not inside or "set_epoch" in Project.text(where[0]):
+                continue
+            handed = {  # what the loop hands them to: its own set_epoch would count
+                dotted(c.func)
+                for loop in loops
+                for c in ast.walk(loop)
+                if isinstance(c, ast.Call) and any(dotted(a) in bound for a in c.args)
+            }
+            if any(
+                "set_epoch" in Project.source_of(*m.project.defined[h])
+                for h in handed
+                if h in m.project.defined
+            ):
+                continue
+            module, line = where
+            via = f"{os.path.relpath(module, Path(m.path).resolve().parent)}:{line}"
+            m.found.append(Finding(m.path, node.lineno, node.col_offset, self.code, False, via))
 
 
 class WrappedStateDict(CallRule):
@@ -3329,6 +3400,49 @@ def padding_sampler_functions(tree):
     return frozenset(found)
 
 
+def asks_train(call):
+    """A call of a sampler helper that asks for the training split or a shuffling sampler: `shuffle=True`,
+    `is_train=True`, "train"."""
+    said = [*call.args, *(k.value for k in call.keywords)]
+    if any(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) and EVAL_WORDS.search(a.value)
+        for a in said
+    ):
+        return False
+    return any(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) and "train" in a.value
+        for a in said
+    ) or any(
+        k.arg
+        and ("train" in k.arg or k.arg == "shuffle")
+        and isinstance(k.value, ast.Constant)
+        and k.value.value is True
+        for k in call.keywords
+    )
+
+
+def train_sampling(function):
+    """The line of a shuffling DistributedSampler a function builds for training, or None: not over or into a
+    name that says eval, not shuffle=False (vq-vae-2's data_sampler is asked for it by its caller instead)."""
+    parent = {c: n for n in ast.walk(function) for c in ast.iter_child_nodes(n)}
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Call) and last(dotted(node.func)) == "DistributedSampler"):
+            continue
+        shuffle = keyword(node, "shuffle")
+        if shuffle is not None and not (
+            isinstance(shuffle, ast.Constant) and shuffle.value is True
+        ):
+            continue
+        up = parent.get(node)
+        while isinstance(up, ast.IfExp):
+            up = parent.get(up)
+        names = [ast.unparse(t) for t in up.targets] if isinstance(up, ast.Assign) else []
+        said = " ".join([*names, ast.unparse(node.args[0]) if node.args else ""])
+        if not EVAL_WORDS.search(said):
+            return node.lineno
+    return None
+
+
 def eval_padding(function):
     """The line of a padding DistributedSampler a function builds for an evaluation split, or None: over or into
     a name that says eval (`DistributedSampler(valid_data)`, `val_sampler = ...`), with shuffle=False, or under an
@@ -3946,6 +4060,8 @@ class Project:
         # qualified call name -> "module.py:line" of the padding eval sampler the call builds, in its module or
         # one it imports, up to three links down (U2PL's get_loader -> build_voc_semi_loader("val")): DDL127's
         self.eval_sampler_helpers = {}
+        # the same for a shuffling training sampler (HigherHRNet's make_dataloader(cfg, is_train=True)): DDL105's
+        self.train_sampler_helpers = {}
         # qualified call name -> (module path, top-level function or class): what a call of this file runs
         self.defined = {}
         # flags the imported modules set under a rank check (a base class's `self.save_models = False`)
@@ -4019,7 +4135,8 @@ class Project:
         if level:
             bases = [here.parents[level - 1]] if level <= len(here.parents) else []
         else:
-            bases = list(here.parents)[:5]
+            # and lib/ beside them: `sys.path.insert(0, "lib")` (HigherHRNet's _init_paths) is common
+            bases = [b for p in list(here.parents)[:5] for b in (p, p / "lib")]
         for base in bases:
             candidate = base.joinpath(*parts)
             for found in (candidate.with_name(candidate.name + ".py"), candidate / "__init__.py"):
@@ -4040,6 +4157,10 @@ class Project:
             self.sampler_helpers.add(qualified)
         if name in Project.eval_samplers_in(module_path):
             self.eval_sampler_helpers[qualified] = Project.eval_samplers_in(module_path)[name]
+        if name in Project.eval_samplers_in(module_path, 3, "train"):
+            self.train_sampler_helpers[qualified] = Project.eval_samplers_in(
+                module_path, 3, "train"
+            )[name]
 
     @staticmethod
     def source_of(module_path, name):
@@ -4074,6 +4195,9 @@ class Project:
         return module_path, name
 
     def helpers_of(self, module_path, prefix):
+        # `import distributed as dist` of a package whose __init__ takes data_sampler from its modules
+        for name in Project.reexports(module_path):
+            self.bind(f"{prefix}.{name}", *Project.origin(module_path, name))
         self.rank_flags |= self.flags_in(module_path)
         for name in self.spans(module_path):
             self.defined[f"{prefix}.{name}"] = (module_path, name)
@@ -4085,6 +4209,8 @@ class Project:
             self.sampler_helpers.add(f"{prefix}.{function}")
         for function, where in Project.eval_samplers_in(module_path).items():
             self.eval_sampler_helpers[f"{prefix}.{function}"] = where
+        for function, where in Project.eval_samplers_in(module_path, 3, "train").items():
+            self.train_sampler_helpers[f"{prefix}.{function}"] = where
 
     @staticmethod
     @functools.cache
@@ -4137,15 +4263,16 @@ class Project:
 
     @staticmethod
     @functools.cache
-    def eval_samplers_in(module_path, depth=3):
+    def eval_samplers_in(module_path, depth=3, kind="eval"):
         """A module's top-level functions that build a padding sampler for an evaluation split (eval_padding),
         themselves or through another such function, of this module or of a project module it imports (at most
-        `depth` modules down): name -> (the sampler's module, line)."""
+        `depth` modules down): name -> (the sampler's module, line). `kind="train"`: those that build a
+        shuffling training sampler instead (train_sampling), for DDL105."""
         tree = Project.tree(module_path)
         functions = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
         found = {}
         for f in functions:
-            line = eval_padding(f)
+            line = eval_padding(f) if kind == "eval" else train_sampling(f)
             if line is not None:
                 found[f.name] = (module_path, line)
         reached = {}  # a name this module calls -> where its sampler is
@@ -4162,7 +4289,7 @@ class Project:
                     bound = alias.asname or alias.name
                     if source is not None and alias.name != "*":
                         origin, name = Project.origin(source, alias.name)
-                        where = Project.eval_samplers_in(origin, depth - 1).get(name)
+                        where = Project.eval_samplers_in(origin, depth - 1, kind).get(name)
                         if where is not None:
                             reached[bound] = where
                         if name in Project.samplers_in(origin):
@@ -4170,13 +4297,17 @@ class Project:
                     named = f"{node.module}.{alias.name}" if node.module else alias.name
                     submodule = Project.resolve(module_path, named, node.level)
                     if submodule is not None and submodule != source:
-                        for name, where in Project.eval_samplers_in(submodule, depth - 1).items():
+                        for name, where in Project.eval_samplers_in(
+                            submodule, depth - 1, kind
+                        ).items():
                             reached[f"{bound}.{name}"] = where
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     target = Project.resolve(module_path, alias.name, 0)
                     if target is not None:
-                        for name, where in Project.eval_samplers_in(target, depth - 1).items():
+                        for name, where in Project.eval_samplers_in(
+                            target, depth - 1, kind
+                        ).items():
                             reached[f"{alias.asname or alias.name}.{name}"] = where
 
         def asks_eval(call):
@@ -4194,9 +4325,10 @@ class Project:
                 for k in call.keywords
             )
 
+        asks = asks_eval if kind == "eval" else asks_train
         calls = {f.name: [n for n in ast.walk(f) if isinstance(n, ast.Call)] for f in functions}
         for f in functions:
-            asked = [c for c in calls[f.name] if dotted(c.func) in padders and asks_eval(c)]
+            asked = [c for c in calls[f.name] if dotted(c.func) in padders and asks(c)]
             if f.name not in found and asked:
                 found[f.name] = padders[dotted(asked[0].func)]
         for _ in range(3):  # a chain of helpers in the module: one more link each pass
