@@ -1760,3 +1760,32 @@ def test_a_training_sampler_built_modules_away_that_never_gets_set_epoch(tmp_pat
         found = check_in_project(tmp_path / f"p{i}", files, "tools/train.py", where=True)
         assert ((9, "DDL105") in found) is expected, (loop, body, found)
         assert (10, "DDL105") not in found  # the valid loader
+
+
+def test_rank_0_leaving_the_training_loop_or_the_run_under_an_outer_main_only_check():
+    """Corpora 12 and 14 (seen): CodeBERT's `if global_rank == 0 and global_step == train_steps: ...; return`
+    inside the step loop (the others train on into an all-reduce rank 0 never joins), CLAP's `if is_master(args):
+    ... if exists(log_path): return -1` before the process group forms, open_lm's NaN check on the master. Not
+    where every rank leaves, nor rank 0's return from an evaluation loop that trains nothing."""
+    loop = (
+        DDP_HEAD + "model = DDP(net)\ndef train(args, loader, optimizer):\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        F.mse_loss(model(x), y).backward()\n        optimizer.step()\n"
+        "        if {test}:\n            save(model)\n            return\n" + DDP_TAIL
+    )
+    found = doctor.check_source(loop.format(test="dist.get_rank() == 0 and step == args.last"))
+    assert [f.code for f in found] == ["DDL134"], found
+    assert doctor.check_source(loop.format(test="step == args.last")) == []
+    outer = (
+        DDP_HEAD + "import os\nmodel = DDP(net)\ndef main(args, loader, optimizer):\n"
+        "    if dist.get_rank() == 0:\n        if os.path.exists(args.log):\n            return -1\n"
+        "    for x, y in loader:\n        F.mse_loss(model(x), y).backward()\n        optimizer.step()\n"
+        + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(outer)] == ["DDL134"]
+    evaluation = (
+        DDP_HEAD + "model = DDP(net)\ndef evaluate(loader):\n    for x, y in loader:\n"
+        "        if dist.get_rank() == 0:\n            print(model(x))\n            return\n"
+        + DDP_TAIL
+    )
+    assert doctor.check_source(evaluation) == []

@@ -1974,13 +1974,25 @@ class SkipOnLocalCondition(Rule):
         loop = self.innermost_loop(node)
         per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
         if leaves and isinstance(leaves[0], ast.Return):
-            # `if rank == 0 and args.test_only: evaluate(); return`: the others go on to train alone
+            # `if rank == 0 and args.test_only: evaluate(); return`: the others go on to train alone; also
+            # under an outer main-only `if` (CLAP's `if is_master(args): ... if exists(log): return -1`, before
+            # the group forms), and inside the training loop (CodeBERT's `if global_rank == 0 and step == last:
+            # ...; return`: the others train on into an all-reduce rank 0 never joins; corpus 14, seen)
             function = self.function_of(node)
+            picked = selects_main(node.test) or any(
+                isinstance(p, ast.If)
+                and (function is None or is_inside(p, function))
+                and selects_main(p.test)
+                and _in_body(node, p)
+                for p in self.m.parents_of(node)
+            )
             after, child = [], node
             while function is not None and child is not function:
                 after += siblings(self.m, child)[1]
                 child = self.m.parent[child]
-            if selects_main(node.test) and trains(after):
+            if loop is not None and (function is None or is_inside(loop, function)):
+                after += loop.body  # the next passes of the loop, which the others go on to run
+            if picked and trains(after):
                 self.add(node, fixable=False)
             return
         if not leaves or loop is None:
@@ -2023,6 +2035,11 @@ class SkipOnLocalCondition(Rule):
         )
         if not agreed:
             self.add(node, fixable=False)
+
+
+def _in_body(node, branch):
+    """Whether `node` sits in the body of the `if` `branch` (not its else)."""
+    return any(is_inside(node, s) for s in branch.body)
 
 
 def selects_main(test):
