@@ -1776,16 +1776,14 @@ def test_rank_0_leaving_the_training_loop_or_the_run_under_an_outer_main_only_ch
     found = doctor.check_source(loop.format(test="dist.get_rank() == 0 and step == args.last"))
     assert [f.code for f in found] == ["DDL134"], found
     assert doctor.check_source(loop.format(test="step == args.last")) == []
-    outer = (
-        DDP_HEAD + "import os\nmodel = DDP(net)\ndef main(args, loader, optimizer):\n"
+    cases = {  # an outer main-only `if` around the return: reported; rank 0 leaving an eval loop: not
         "    if dist.get_rank() == 0:\n        if os.path.exists(args.log):\n            return -1\n"
-        "    for x, y in loader:\n        F.mse_loss(model(x), y).backward()\n        optimizer.step()\n"
-        + DDP_TAIL
-    )
-    assert [f.code for f in doctor.check_source(outer)] == ["DDL134"]
-    evaluation = (
-        DDP_HEAD + "model = DDP(net)\ndef evaluate(loader):\n    for x, y in loader:\n"
-        "        if dist.get_rank() == 0:\n            print(model(x))\n            return\n"
-        + DDP_TAIL
-    )
-    assert doctor.check_source(evaluation) == []
+        "    for x, y in loader:\n        F.mse_loss(model(x), y).backward()\n        optimizer.step()\n": [
+            "DDL134"
+        ],
+        "    for x, y in loader:\n        if dist.get_rank() == 0:\n            print(model(x))\n"
+        "            return\n": [],
+    }
+    for body, expected in cases.items():
+        source = f"{DDP_HEAD}import os\nmodel = DDP(net)\ndef run(args, loader, optimizer):\n{body}{DDP_TAIL}"
+        assert [f.code for f in doctor.check_source(source)] == expected, body
