@@ -1253,6 +1253,12 @@ def refuses_distributed(statement):
     )
 
 
+def reached_at(checked_path, module, line):
+    """Where a mistake one call (or several) away is, as a finding's `via` gives it: the module's path from the
+    checked file's folder, and the line (`engine.py:48`)."""
+    return f"{os.path.relpath(module, Path(checked_path).resolve().parent)}:{line}"
+
+
 def is_inside(node, scope):
     return scope.lineno <= node.lineno <= scope.end_lineno
 
@@ -1351,9 +1357,8 @@ class DeprecatedLauncher(Rule):
         ):
             parent = self.m.parent.get(node)
             if node.value == "--local_rank" and self.rejected_by_the_documented_launcher(parent):
-                self.add(
-                    node
-                )  # read from LOCAL_RANK or not, argparse stops the launch the repo documents
+                # read from LOCAL_RANK or not: argparse stops the launch the repository documents
+                self.add(node)
             elif node.value.startswith("--local") and self.m.reads_local_rank:
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
             elif node.value.startswith("--local") and self.reads_local_rank_through_a_helper():
@@ -1543,9 +1548,8 @@ class SamplerWithoutSetEpoch(CallRule):
                 for target in parent.targets:
                     elements = target.elts if isinstance(target, ast.Tuple) else [target]
                     bound += [dotted(e) for e in elements if dotted(e)]
-            for other in (
-                m.nodes
-            ):  # the loader built over the sampler: `loader = DataLoader(ds, sampler=sampler)`
+            # and the loader built over the sampler: `loader = DataLoader(ds, sampler=sampler)`
+            for other in m.nodes:
                 if (
                     isinstance(other, ast.Assign)
                     and isinstance(other.value, ast.Call)
@@ -1584,7 +1588,7 @@ class SamplerWithoutSetEpoch(CallRule):
             ):
                 continue
             module, line = where
-            via = f"{os.path.relpath(module, Path(m.path).resolve().parent)}:{line}"
+            via = reached_at(m.path, module, line)
             m.found.append(Finding(m.path, node.lineno, node.col_offset, self.code, False, via))
 
 
@@ -3563,9 +3567,7 @@ class PaddedEvalSampler(Rule):
                 node
             ):
                 module, line = where
-                self.helper_calls.append(
-                    (node, f"{os.path.relpath(module, Path(self.m.path).resolve().parent)}:{line}")
-                )
+                self.helper_calls.append((node, reached_at(self.m.path, module, line)))
             return
         if dotted(node.func) in self.helpers and self.m.distributed:
             # `make_data_sampler(val_dataset, False, distributed)`, `make_data_loader(cfg, is_train=False)`
@@ -4172,12 +4174,12 @@ class Project:
             self.writer_helpers.add(qualified)
         if name in Project.samplers_in(module_path):
             self.sampler_helpers.add(qualified)
-        if name in Project.eval_samplers_in(module_path):
-            self.eval_sampler_helpers[qualified] = Project.eval_samplers_in(module_path)[name]
-        if name in Project.eval_samplers_in(module_path, 3, "train"):
-            self.train_sampler_helpers[qualified] = Project.eval_samplers_in(
-                module_path, 3, "train"
-            )[name]
+        for kind, found in (
+            ("eval", self.eval_sampler_helpers),
+            ("train", self.train_sampler_helpers),
+        ):
+            if name in Project.split_samplers_in(module_path, kind):
+                found[qualified] = Project.split_samplers_in(module_path, kind)[name]
 
     @staticmethod
     def source_of(module_path, name):
@@ -4224,10 +4226,12 @@ class Project:
             self.writer_helpers.add(f"{prefix}.{function}")
         for function in Project.samplers_in(module_path):
             self.sampler_helpers.add(f"{prefix}.{function}")
-        for function, where in Project.eval_samplers_in(module_path).items():
-            self.eval_sampler_helpers[f"{prefix}.{function}"] = where
-        for function, where in Project.eval_samplers_in(module_path, 3, "train").items():
-            self.train_sampler_helpers[f"{prefix}.{function}"] = where
+        for kind, found in (
+            ("eval", self.eval_sampler_helpers),
+            ("train", self.train_sampler_helpers),
+        ):
+            for function, where in Project.split_samplers_in(module_path, kind).items():
+                found[f"{prefix}.{function}"] = where
 
     @staticmethod
     @functools.cache
@@ -4280,7 +4284,7 @@ class Project:
 
     @staticmethod
     @functools.cache
-    def eval_samplers_in(module_path, depth=3, kind="eval"):
+    def split_samplers_in(module_path, kind="eval", depth=3):
         """A module's top-level functions that build a padding sampler for an evaluation split (eval_padding),
         themselves or through another such function, of this module or of a project module it imports (at most
         `depth` modules down): name -> (the sampler's module, line). `kind="train"`: those that build a
@@ -4306,7 +4310,7 @@ class Project:
                     bound = alias.asname or alias.name
                     if source is not None and alias.name != "*":
                         origin, name = Project.origin(source, alias.name)
-                        where = Project.eval_samplers_in(origin, depth - 1, kind).get(name)
+                        where = Project.split_samplers_in(origin, kind, depth - 1).get(name)
                         if where is not None:
                             reached[bound] = where
                         if name in Project.samplers_in(origin):
@@ -4314,16 +4318,16 @@ class Project:
                     named = f"{node.module}.{alias.name}" if node.module else alias.name
                     submodule = Project.resolve(module_path, named, node.level)
                     if submodule is not None and submodule != source:
-                        for name, where in Project.eval_samplers_in(
-                            submodule, depth - 1, kind
+                        for name, where in Project.split_samplers_in(
+                            submodule, kind, depth - 1
                         ).items():
                             reached[f"{bound}.{name}"] = where
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     target = Project.resolve(module_path, alias.name, 0)
                     if target is not None:
-                        for name, where in Project.eval_samplers_in(
-                            target, depth - 1, kind
+                        for name, where in Project.split_samplers_in(
+                            target, kind, depth - 1
                         ).items():
                             reached[f"{alias.asname or alias.name}.{name}"] = where
 
@@ -4708,16 +4712,9 @@ def one_call_away(checker):
                 ):
                     continue
                 seen.add((module, f.line, f.code))
-                where = os.path.relpath(module, Path(checker.path).resolve().parent)
+                where = reached_at(checker.path, module, f.line)
                 found.append(
-                    Finding(
-                        checker.path,
-                        call.lineno,
-                        call.col_offset,
-                        f.code,
-                        False,
-                        f"{where}:{f.line}",
-                    )
+                    Finding(checker.path, call.lineno, call.col_offset, f.code, False, where)
                 )
     return found
 
