@@ -1787,3 +1787,50 @@ def test_rank_0_leaving_the_training_loop_or_the_run_under_an_outer_main_only_ch
     for body, expected in cases.items():
         source = f"{DDP_HEAD}import os\nmodel = DDP(net)\ndef run(args, loader, optimizer):\n{body}{DDP_TAIL}"
         assert [f.code for f in doctor.check_source(source)] == expected, body
+
+
+def test_what_corpus_14_said_was_not_a_mistake_is_left_alone():
+    """Corpus 14 (seen), four false findings: DROID-SLAM's `if gpu == 0:` where `init_process_group(rank=gpu)`
+    (gpu is the rank); FiD's `torch.manual_seed(opt.global_rank + opt.seed)`; CodeT5's same seed with a
+    RandomSampler only where it runs without a DistributedSampler; AutoTimes's load in the else of
+    `if self.args.use_multi_gpu:`. Each beside the shape that is still the mistake."""
+    holder = (
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "def train(gpu, args):\n    dist.init_process_group('nccl', world_size=2, rank={rank})\n"
+        "    model = torch.nn.parallel.DistributedDataParallel(net)\n"
+        "    for step in range(10):\n        if step % 5 == 0 and gpu == 0:\n"
+        "            torch.save(model.module.state_dict(), 'ckpt.pth')\n"
+        "    dist.destroy_process_group()\nmp.spawn(train, nprocs=2, args=(args,))\n"
+    )
+    assert doctor.check_source(holder.format(rank="gpu")) == []
+    # gpu is then the local index, and the node's rank is added to it: one writer a node, not one a job
+    found = doctor.check_source(holder.format(rank="args.node * 2 + gpu"))
+    assert [f.code for f in found] == ["DDL107"], found
+    seeded = (
+        DDP_HEAD + "from torch.utils.data import RandomSampler\ntorch.manual_seed({seed})\n"
+        "{sampler}\nloader = DataLoader(ds, sampler=sampler)\n" + DDP_TAIL
+    )
+    cases = {  # (seed, sampler): the codes found
+        ("opt.seed", "sampler = RandomSampler(ds)"): [
+            "DDL142"
+        ],  # contriever: every rank the same batches
+        ("opt.global_rank + opt.seed", "sampler = RandomSampler(ds)"): [],
+        (
+            "args.seed",
+            "sampler = RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)",
+        ): [],
+    }
+    for (seed, sampler), expected in cases.items():
+        source = seeded.format(seed=seed, sampler=sampler)
+        found = [f.code for f in doctor.check_source(source) if f.code == "DDL142"]
+        assert found == expected, (seed, sampler)
+    branch = (
+        DDP_HEAD + "class Exp:\n    def load(self, path):\n        if self.args.use_multi_gpu:\n"
+        "            dist.barrier()\n            return torch.load(path, map_location='cpu')\n"
+        "        else:\n            return torch.load(path)\n" + DDP_TAIL
+    )
+    assert doctor.check_source(branch) == []
+    found = doctor.check_source(
+        branch.replace("return torch.load(path)\n", "pass\n", 1).replace("map_location='cpu'", "")
+    )
+    assert [f.code for f in found] == ["DDL132"], found

@@ -591,8 +591,8 @@ def per_node(test):
 
 # a test that means "this run is distributed": its else branch runs in a one-process run only
 DISTRIBUTED_FLAG = re.compile(
-    r"([\w.]*\.)?(distributed|is_distributed|ddp|use_ddp|multi_gpu|multiprocessing_distributed|parallel"
-    r"|parallel_training|dist_train)"
+    r"([\w.]*\.)?(distributed|is_distributed|use_distributed|ddp|use_ddp|is_ddp|multi_gpu|use_multi_gpu|multigpu"
+    r"|multiprocessing_distributed|parallel|parallel_training|dist_train|distributed_training)"
     r"|(torch\.)?(distributed|dist)\.is_initialized\(\)",
     re.I,
 )
@@ -1224,11 +1224,33 @@ class Checker:
             )
         if mentions_rank(test):
             return True
+        if isinstance(test, ast.BoolOp) and any(self.picks_ranks(v) for v in test.values):
+            return True  # `steps % 1000 == 0 and gpu == 0`
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value != -1
+            and dotted(test.left) in self.rank_holders
+        ):
+            return True  # `gpu == 0` where `init_process_group(rank=gpu)`: gpu is the rank
         return any(
             dotted(n) in self.rank_flags
             for n in ast.walk(test)
             if isinstance(n, (ast.Name, ast.Attribute))
         )
+
+    @functools.cached_property
+    def rank_holders(self):
+        """Names handed to `init_process_group(rank=...)` that do not say rank (DROID-SLAM's `rank=gpu`, corpus
+        14): the process's rank under another name, so `if gpu == 0:` picks rank 0."""
+        return {
+            dotted(rank)
+            for n in self.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
+            for rank in [keyword(n, "rank")]
+            if rank is not None and dotted(rank) and not mentions_rank(rank)
+        }
 
     def parents_of(self, node):
         """The nodes around `node`, innermost first, outside the test of an `if` it sits in."""
@@ -2298,8 +2320,9 @@ class OneVisibleGpu(Rule):
 
 
 SEEDERS = {"manual_seed", "manual_seed_all", "seed", "set_seed", "seed_everything"}
+# a transform that draws at random; not RandomSampler, which the DistributedSampler replaces (CodeT5, corpus 14)
 AUGMENTS = re.compile(
-    r"^(Random\w+|RandAugment|AutoAugment|TrivialAugment\w*|AugMix|Rand[A-Z]\w*)$"
+    r"^(Random(?!\w*Sampler$)\w+|RandAugment|AutoAugment|TrivialAugment\w*|AugMix|Rand[A-Z]\w*)$"
 )
 
 
@@ -2324,7 +2347,12 @@ class SameSeedEveryRank(Rule):
             and "worker" not in ast.unparse(c).lower()  # worker_init_fn's seed + worker_id
             and "worker" not in getattr(self.function_of(c), "name", "")
         ]
-        if not seeds or not any(AUGMENTS.match(last(dotted(c.func)) or "") for c in calls):
+        names = {last(dotted(c.func)) for c in calls}
+        if not seeds or not (
+            any(AUGMENTS.match(name or "") for name in names)
+            # a RandomSampler in place of a DistributedSampler: every rank alike draws the same batches
+            or ("RandomSampler" in names and "DistributedSampler" not in names)
+        ):
             return False
         ranked = (
             any(
@@ -3785,7 +3813,8 @@ class EmaBeforeWrap(Rule):
                 self.add(n, fixable=False)
 
 
-RANKED_SEED = re.compile(r"\b(get_rank\(\)|rank\b|local_rank\b|process_index\b)")
+# FiD's `opt.global_rank + opt.seed` (corpus 14) as well as `seed + rank`
+RANKED_SEED = re.compile(r"\b(get_rank\(\)|\w*rank\b|process_index\b)")
 EMA_CALL = re.compile(r"^(ModelEma\w*|EMA|ExponentialMovingAverage|AveragedModel)$")
 
 
