@@ -342,6 +342,17 @@ CASES = {
         "test_loss = sum(loss_fn(model(x), y) for x, y in test_loader)\ndist.all_reduce(test_loss)\n"
         "if dist.get_rank() == 0:\n    print(test_loss)\ndist.destroy_process_group()\n",
     ),
+    "DDL144": (
+        "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
+        "dist.init_process_group()\ndef train(loader):\n    if dist.get_rank() == 0:\n"
+        "        writer = SummaryWriter()\n    for step, loss in enumerate(loader):\n"
+        "        writer.add_scalar('loss', loss, step)\ndist.destroy_process_group()\n",
+        "import torch.distributed as dist\nfrom torch.utils.tensorboard import SummaryWriter\n"
+        "dist.init_process_group()\ndef train(loader):\n"
+        "    writer = SummaryWriter() if dist.get_rank() == 0 else None\n"
+        "    for step, loss in enumerate(loader):\n        if writer is not None:\n"
+        "            writer.add_scalar('loss', loss, step)\ndist.destroy_process_group()\n",
+    ),
 }
 
 

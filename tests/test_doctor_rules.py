@@ -1834,3 +1834,44 @@ def test_what_corpus_14_said_was_not_a_mistake_is_left_alone():
         branch.replace("return torch.load(path)\n", "pass\n", 1).replace("map_location='cpu'", "")
     )
     assert [f.code for f in found] == ["DDL132"], found
+
+
+def test_rank_0_skipping_its_own_evaluation_with_continue_skips_no_training():
+    """Corpora 12 and 14 (seen): masr's and VoiceprintRecognition's `if local_rank == 0: if self.stop_eval:
+    continue` skips rank 0's evaluation, which ends in `self.model.train()` (a mode switch, not training): no
+    collective is skipped. A train call after it still is one."""
+    source = (
+        DDP_HEAD + "model = DDP(net)\nfor epoch in range(3):\n    train_epoch(model, loader)\n"
+        "    if dist.get_rank() == 0:\n        if stop_eval:\n            continue\n"
+        "        evaluate(model)\n        model.train()\n{after}" + DDP_TAIL
+    )
+    assert doctor.check_source(source.format(after="")) == []
+    found = doctor.check_source(source.format(after="    train_epoch(model, extra_loader)\n"))
+    assert [f.code for f in found] == ["DDL134"], found
+
+
+def test_a_name_bound_on_the_main_process_alone_and_read_on_every_rank():
+    """Corpora 10, 11 and 14 (seen): CodeT5's `if args.local_rank in [-1, 0]: tb_writer = SummaryWriter(...)`
+    read by every rank at its evaluation; the Hub `repo` or `repo_name` made on the main process and pushed to
+    by every rank at the end (a boft dreambooth example, distil-whisper). Not where the read is under the same
+    check, on the far side of `is_main_process and`, in a one-process branch (`RANK == -1`), or where the other
+    ranks bind it too."""
+    script = (
+        DDP_HEAD + "from torch.utils.tensorboard import SummaryWriter\ndef main(args):\n"
+        "    if args.local_rank in [-1, 0]:\n        tb_writer = SummaryWriter(args.out)\n{other}"
+        "    for epoch in range(3):\n        loss = train_epoch(args)\n{read}" + DDP_TAIL
+    )
+    use = "tb_writer.add_scalar('loss', loss, epoch)"
+    cases = {
+        ("", f"        if args.data_num == -1:\n            {use}\n"): ["DDL144"],
+        ("", f"        if args.local_rank in [-1, 0] and epoch % 2 == 0:\n            {use}\n"): [],
+        ("", f"        if dist.get_rank() == 0 and {use}:\n            pass\n"): [],
+        ("", f"        if args.local_rank == -1:\n            {use}\n"): [],
+        (
+            "    else:\n        tb_writer = None\n",
+            f"        if tb_writer:\n            {use}\n",
+        ): [],
+    }
+    for (other, read), expected in cases.items():
+        found = [f.code for f in doctor.check_source(script.format(other=other, read=read))]
+        assert found == expected, (other, read, found)

@@ -265,6 +265,15 @@ RULES = {
         "each then sees one GPU, so `set_device(local_rank)` fails with an invalid device ordinal on every "
         "process but the first, or all of them share GPU 0.",
     ),
+    "DDL144": (
+        "a name bound on the main process alone and read on every rank",
+        "bind it on every rank (`writer = SummaryWriter(...) if rank == 0 else None`) and read it under the "
+        "same check, or move the read under it",
+        "8-per-batch-logging",
+        "`if rank == 0: writer = SummaryWriter(...)` then `writer.add_scalar(...)` outside the check: the "
+        "other processes never bound the name, so they stop at the read with UnboundLocalError (NameError at "
+        "module level), often at the first evaluation, hours in, while rank 0 waits for them in a collective.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -2092,10 +2101,24 @@ def trains(statements):
         backward_in(statements)
         or steps_in(statements)
         or any(
-            isinstance(n, ast.Call) and re.match(r"_?(train|fit)", last(dotted(n.func)))
+            isinstance(n, ast.Call)
+            and re.match(r"_?(train|fit)", last(dotted(n.func)))
+            and not mode_switch(n)
             for statement in statements
             for n in ast.walk(statement)
         )
+    )
+
+
+def mode_switch(call):
+    """`model.train()` / `self.model.train(True)`: the module's training mode, not a training run (a rank-0
+    evaluation ends with it: VoiceprintRecognition's, corpus 14)."""
+    return (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "train"
+        and not call.keywords
+        and all(isinstance(a, ast.Constant) and type(a.value) is bool for a in call.args)
+        and len(call.args) <= 1
     )
 
 
@@ -3853,6 +3876,129 @@ class TrackerOnEveryRank(Rule):
             self.add(node, fixable=False)
 
 
+SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.GeneratorExp,
+    ast.ListComp,
+)
+SCOPES += (ast.SetComp, ast.DictComp)
+
+
+def scope_nodes(scope):
+    """The nodes of one scope (a function's body, or the module's), not those of the functions, classes,
+    lambdas and comprehensions inside it, which have scopes of their own."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def main_only(test):
+    """`rank == 0`, `is_main_process`, `args.local_rank in [-1, 0]`, `RANK == -1` (no process group: one
+    process), or any of them `and` another test: a test the other ranks fail."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(main_only(v) for v in test.values)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and ast.unparse(test.comparators[0]) == "-1"
+        and mentions_rank(test.left)
+    ):
+        return True
+    return selects_main(test) or (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.In)
+        and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))
+        and any(ast.unparse(e) == "0" for e in test.comparators[0].elts)
+        and all(ast.unparse(e) in ("0", "-1") for e in test.comparators[0].elts)
+        and mentions_rank(test.left)
+    )
+
+
+def before_in(boolop, node):
+    """The operands of `a and b and c` left of the one holding `node`: those evaluated before it."""
+    for i, value in enumerate(boolop.values):
+        if any(n is node for n in ast.walk(value)):
+            return boolop.values[:i]
+    return []
+
+
+class BoundOnMainOnly(Rule):
+    """DDL144: a name of a function (or of the module) bound only in the body of `if` checks that pass on the
+    main process alone, and read after them where every rank runs (CodeT5's `tb_writer`, corpus 14; a `logger`
+    made on the main process and used in an else branch, corpus 11): the other ranks stop with
+    UnboundLocalError. A read under a rank check, or in code only one process runs, is not reported."""
+
+    code = "DDL144"
+
+    def begin(self):
+        if not (self.m.distributed or self.m.uses_accelerate):
+            return False
+        for scope in [self.m.tree] + [
+            n for n in self.m.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]:
+            self.scope(scope)
+        return False
+
+    def main_branch(self, node, scope):
+        """The `if` around `node`, within its scope, in whose body only the main process runs it; or None."""
+        for parent in self.m.parents_of(node):
+            if parent is scope:
+                return None
+            if isinstance(parent, ast.If) and main_only(parent.test) and _in_body(node, parent):
+                return parent
+            if (  # `is_main_process and save_checkpoint`: the others never read the right side
+                isinstance(parent, ast.BoolOp)
+                and isinstance(parent.op, ast.And)
+                and any(main_only(v) for v in before_in(parent, node))
+            ):
+                return parent
+        return None
+
+    def scope(self, scope):
+        stores, loads, other = {}, {}, set()
+        if not isinstance(scope, ast.Module):
+            other |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Name):
+                (loads if isinstance(node.ctx, ast.Load) else stores).setdefault(
+                    node.id, []
+                ).append(node)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                other |= set(node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                other |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                other.add(node.name)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                other.add(node.name)
+            elif isinstance(node, ast.arg):
+                other.add(node.arg)
+        for name, bound in stores.items():
+            if name in other:
+                continue
+            branches = [self.main_branch(n, scope) for n in bound]
+            if not all(branches):
+                continue
+            first = min(b.lineno for b in branches)
+            for load in sorted(loads.get(name, []), key=lambda n: (n.lineno, n.col_offset)):
+                if (
+                    load.lineno > first
+                    and self.main_branch(load, scope) is None
+                    and not self.m.guarded(load)
+                    and not self.in_test(load)
+                ):
+                    self.add(load, fixable=False)
+                    break
+
+
 class Reductions:
     """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
     those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
@@ -4003,6 +4149,7 @@ RULE_CLASSES = [
     GpuCountAsWorldSize,
     SameSeedEveryRank,
     OneVisibleGpu,
+    BoundOnMainOnly,
 ]
 
 
