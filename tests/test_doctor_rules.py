@@ -1875,3 +1875,98 @@ def test_a_name_bound_on_the_main_process_alone_and_read_on_every_rank():
     for (other, read), expected in cases.items():
         found = [f.code for f in doctor.check_source(script.format(other=other, read=read))]
         assert found == expected, (other, read, found)
+
+
+def test_what_corpus_15_taught_about_seeds_and_the_projects_data(tmp_path):
+    """Corpus 15 (seen): esvit seeds through its own `utils.fix_random_seeds(args.seed)`, gmflow and
+    SpeechTokenizer draw their crops in a dataset module the script imports: every rank then draws the same
+    augmentations. A sampler's shuffle is not augmentation (it must be the same on every rank), a helper given
+    the rank seeds per rank, and a project beside this one is not this one's (`import data` of ~/code/other)."""
+    script = (
+        "import torch\nimport torch.distributed as dist\nimport utils\nfrom {module} import Pairs\n"
+        "dist.init_process_group('nccl')\nutils.{seed}\n"
+        "loader = torch.utils.data.DataLoader(Pairs(), num_workers=4)\ndist.destroy_process_group()\n"
+    )
+    dataset = (
+        "import random\nclass Pairs:\n    def __getitem__(self, i):\n"
+        "        start = random.randint(0, 100)\n        return self.items[i][start:start + 10]\n"
+    )
+    sampler = (
+        "import random\nclass Pairs:\n    def __getitem__(self, i):\n        return self.items[i]\n"
+        "class BucketSampler:\n    def __call__(self):\n        random.shuffle(self.buckets)\n"
+    )
+    cases = {  # (data module, seeding call): DDL142 expected
+        (dataset, "fix_random_seeds(args.seed)"): True,
+        (dataset, "fix_random_seeds(args.seed + dist.get_rank())"): False,
+        (sampler, "fix_random_seeds(args.seed)"): False,
+    }
+    for i, ((data, seed), expected) in enumerate(cases.items()):
+        project = tmp_path / f"p{i}" / "proj"
+        files = {"LICENSE": "", "utils.py": "def fix_random_seeds(s):\n    pass\n", "data.py": data}
+        files["train.py"] = script.format(module="data", seed=seed)
+        found = check_in_project(project, files, "train.py")
+        assert ("DDL142" in found) is expected, (seed, found)
+    # the same script at its project's root, its data module in a project beside it: not read
+    files = {"LICENSE": "", "utils.py": "def fix_random_seeds(s):\n    pass\n"}
+    files["train.py"] = script.format(module="data", seed="fix_random_seeds(args.seed)")
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "data.py").write_text(dataset)
+    assert "DDL142" not in check_in_project(tmp_path / "mine", files, "train.py")
+
+
+def test_what_corpus_15_taught_about_ranks_made_local_or_global():
+    """Corpus 15 (seen): MeloTTS's `init_process_group(rank=local_rank)` makes the global rank the local one
+    (one node): `.cuda(rank)` after `rank = dist.get_rank()` is then its own GPU; elsewhere the global rank as a
+    device is reported once, where it is first used (it was 18 findings on one name). CodeXGLUE's
+    `args.local_rank += args.node_index * args.gpu_per_node` makes the local rank global: a `local_rank in
+    [-1, 0]` guard is then rank 0's."""
+    uses = "rank = dist.get_rank()\nnet.cuda(rank)\nx = x.cuda(rank)\ny = y.cuda(rank)\n" + DDP_TAIL
+    single = (
+        "import torch.distributed as dist\ndist.init_process_group('nccl', rank={rank})\n" + uses
+    )
+    assert doctor.check_source(single.format(rank="local_rank")) == []
+    found = doctor.check_source(single.format(rank="int(os.environ['RANK'])"))
+    assert [(f.line, f.code) for f in found] == [(4, "DDL117")], found
+    made = (
+        DDP_HEAD + "model = DDP(net)\ntorch.cuda.set_device(args.local_rank)\n{offset}"
+        "for epoch in range(3):\n    if args.local_rank in [-1, 0]:\n"
+        "        torch.save(model.module.state_dict(), 'last.pt')\n" + DDP_TAIL
+    )
+    assert (
+        doctor.check_source(made.format(offset="args.local_rank += args.node * args.gpus\n")) == []
+    )
+    found = doctor.check_source(made.format(offset=""))
+    assert [f.code for f in found] == ["DDL107"], found
+
+
+def test_what_corpus_15_taught_about_reads_resumes_and_one_process_commands(tmp_path):
+    """Corpus 15 (seen): CodeXGLUE reads `idx_file` when it resumes in main() and writes a variable of that
+    name in train(): two paths, and no order between them (DDL122 was 0 true in 4 on such pairs). univnet
+    resumes from `chkpt_path` with no map_location. gmflow's submission branch (`if args.submission:`) is run by
+    its scripts as `CUDA_VISIBLE_DEVICES=0 python main.py --submission`, never by the launcher."""
+    write = (
+        "def train(args):\n    if dist.get_rank() == 0:\n        open(idx_file, 'w').write('1')\n"
+    )
+    read = "def main(args):\n    with open(idx_file) as f:\n        start = f.read()\n"
+    assert doctor.check_source(DDP_HEAD + read + write + DDP_TAIL) == []
+    same = (
+        "def train(args):\n    if dist.get_rank() == 0:\n        open(idx_file, 'w').write('1')\n"
+    )
+    same += "    with open(idx_file) as f:\n        start = f.read()\n"
+    assert [f.code for f in doctor.check_source(DDP_HEAD + same + DDP_TAIL)] == ["DDL122"]
+    load = DDP_HEAD + "model = DDP(net)\nstate = torch.load(chkpt_path{mapped})\n" + DDP_TAIL
+    assert [f.code for f in doctor.check_source(load.format(mapped=""))] == ["DDL132"]
+    assert doctor.check_source(load.format(mapped=", map_location='cpu'")) == []
+    main = (
+        DDP_HEAD + "import os\nmodel = DDP(net)\nif args.submission:\n"
+        "    os.makedirs(args.output_path)\n    raise SystemExit\n" + DDP_TAIL
+    )
+    train = "python -m torch.distributed.launch --nproc_per_node=4 --use_env main.py --launcher pytorch\n"
+    for submit, expected in (
+        ("CUDA_VISIBLE_DEVICES=0 python main.py \\\n--submission --output_path out\n", []),
+        ("torchrun --nproc_per_node=2 main.py --submission\n", ["DDL137"]),
+    ):
+        project = tmp_path / str(len(expected))
+        files = {"README.md": "", "main.py": main, "scripts/train.sh": train}
+        files["scripts/submission.sh"] = submit
+        assert check_in_project(project, files, "main.py") == expected, submit

@@ -896,11 +896,26 @@ class Checker:
         given = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
         return any(isinstance(n, ast.Name) and n.id in given for n in ast.walk(path))
 
+    def one_process_flag(self, test):
+        """`args.submission`, `args.inference_dir is not None`: a flag the repository's commands pass to a
+        one-process run only (Project.one_process_flags)."""
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.IsNot)
+        ):
+            test = test.left
+        if not (isinstance(test, ast.Attribute) and self.path and Path(self.path).is_file()):
+            return False
+        return test.attr in Project.one_process_flags(str(Path(self.path).resolve()))
+
     @functools.cached_property
     def local_is_global(self):
         """The script makes its local rank the global one: `init_process_group(rank=local_rank)` (then it runs on
         one node only, where local rank 0 is rank 0: mri_dm, fine-tune-mistral), or `local_rank =
-        dist.get_rank()` (the super-resolution course's main.py). A one-writer-a-node guard is then rank 0's."""
+        dist.get_rank()` (the super-resolution course's main.py), or the node's offset added to it after the group
+        forms (`args.local_rank += args.node_index * args.gpu_per_node`, CodeXGLUE's run_lm.py, corpus 15). A
+        one-writer-a-node guard is then rank 0's."""
         if self.called_local_is_global:
             return True
         holders = {"local_rank"}  # `args.device_id = args.gpus = args.local_rank`
@@ -919,6 +934,16 @@ class Checker:
                 and isinstance(n.value, ast.Call)
                 and last(dotted(n.value.func)) == "get_rank"
                 and any("local_rank" in dotted(t).lower() for t in n.targets)
+            ):
+                return True
+            if (  # CodeXGLUE's `args.local_rank += args.node_index * args.gpu_per_node`: made global
+                isinstance(n, ast.AugAssign)
+                and isinstance(n.op, ast.Add)
+                and "local_rank" in dotted(n.target).lower()
+                and any(
+                    isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mult)
+                    for m in ast.walk(n.value)
+                )
             ):
                 return True
         return False
@@ -1198,6 +1223,8 @@ class Checker:
                     return True
                 if not taken and DISTRIBUTED_FLAG.fullmatch(ast.unparse(test)):
                     return True  # the else of `if distributed:` (or `if args.ddp:`): one process
+                if taken and self.one_process_flag(test):
+                    return True  # `if args.submission:`, a flag only one-process commands pass
             child = parent
         return False
 
@@ -2343,6 +2370,8 @@ class OneVisibleGpu(Rule):
 
 
 SEEDERS = {"manual_seed", "manual_seed_all", "seed", "set_seed", "seed_everything"}
+# a project's own seeding helper (esvit's utils.fix_random_seeds, mmcv's set_random_seed): one seed for all three
+SEED_HELPER = re.compile(r"^(fix|set|init|setup)_?(random_|all_)?seeds?$|^seed_all$|^random_seed$")
 # a transform that draws at random; not RandomSampler, which the DistributedSampler replaces (CodeT5, corpus 14)
 AUGMENTS = re.compile(
     r"^(Random(?!\w*Sampler$)\w+|RandAugment|AutoAugment|TrivialAugment\w*|AugMix|Rand[A-Z]\w*)$"
@@ -2363,7 +2392,7 @@ class SameSeedEveryRank(Rule):
         seeds = [
             c
             for c in calls
-            if last(dotted(c.func)) in SEEDERS
+            if (last(dotted(c.func)) in SEEDERS or SEED_HELPER.match(last(dotted(c.func))))
             and c.args
             and self.global_stream(dotted(c.func))
             and not self.launcher(c)
@@ -2373,6 +2402,7 @@ class SameSeedEveryRank(Rule):
         names = {last(dotted(c.func)) for c in calls}
         if not seeds or not (
             any(AUGMENTS.match(name or "") for name in names)
+            or self.m.project.augments
             # a RandomSampler in place of a DistributedSampler: every rank alike draws the same batches
             or ("RandomSampler" in names and "DistributedSampler" not in names)
         ):
@@ -2396,7 +2426,7 @@ class SameSeedEveryRank(Rule):
     def global_stream(name):
         """torch's, CUDA's, numpy's or random's own stream, or a seeding helper's (`set_seed`); not a
         `torch.Generator().manual_seed(...)` of one's own (muse-maskgit's random_split)."""
-        if last(name) in ("set_seed", "seed_everything"):
+        if last(name) in ("set_seed", "seed_everything") or SEED_HELPER.match(last(name)):
             return True
         return name.rsplit(".", 1)[0] in (
             "torch",
@@ -2469,7 +2499,7 @@ class StepUnderRankCheck(CallRule):
 
 # what a run saved itself during GPU training (`latest.pth`, a resume or best checkpoint), not pretrained
 # weights, which are saved from the CPU and load back there
-RUN_CHECKPOINT = re.compile(r"resume|checkpoint|ckpt|latest|last|best", re.I)
+RUN_CHECKPOINT = re.compile(r"resume|checkpoint|ckpt|chkpt|latest|last|best", re.I)
 PRETRAINED = re.compile(r"pretrain|init|backbone|download|hub", re.I)
 
 
@@ -2628,12 +2658,14 @@ GLOBAL_RANK = re.compile(
 class GlobalRankAsDevice(Rule):
     """DDL117: `.to(rank)`, `.cuda(rank)`, `set_device(rank)`, `device_ids=[rank]`, `cuda:{rank}` where the
     value is the global rank: `dist.get_rank()`, `os.environ["RANK"]`, `accelerator.process_index`, or a name
-    assigned from one of them. A parameter named rank (mp.spawn's index, one node) is not flagged."""
+    assigned from one of them. A parameter named rank (mp.spawn's index, one node) is not flagged, nor a script
+    that makes the local rank the global one (`init_process_group(rank=local_rank)`: one node, MeloTTS's, corpus
+    15). A name is reported at its first use as a device only: the fix is where it is bound."""
 
     code = "DDL117"
 
     def begin(self):
-        self.names = set()
+        self.names, self.reported = set(), set()
         for node in self.m.nodes:
             if (
                 isinstance(node, ast.Assign)
@@ -2679,13 +2711,17 @@ class GlobalRankAsDevice(Rule):
         text = ast.unparse(node)
         return bool(GLOBAL_RANK.search(text)) and "local" not in text.lower() and len(text) < 80
 
-    def visit_Call(self, node):
-        if any(self.is_global(value) for value in device_indexes(node)):
+    def report(self, node, values):
+        named = {dotted(v) for v in values if self.is_global(v)}
+        if named and not named <= self.reported and not self.m.local_is_global:
+            self.reported |= named
             self.add(node)
 
+    def visit_Call(self, node):
+        self.report(node, device_indexes(node))
+
     def visit_JoinedStr(self, node):  # f"cuda:{rank}"
-        if any(self.is_global(value) for value in cuda_indexes(node)):
-            self.add(node)
+        self.report(node, cuda_indexes(node))
 
 
 class GatherInEval(Rule):
@@ -3018,11 +3054,18 @@ class ReadWithoutBarrier(Rule):
                 continue
             kind, text = path
             if kind == "write" and self.m.guarded(node):
-                writes.append((node.lineno, text))
+                writes.append((node.lineno, text, self.function_of(node)))
             elif kind == "read" and not self.m.guarded(node):
                 reads.append((node, text))
         for node, text in reads:
-            before = [line for line, written in writes if written == text and line < node.lineno]
+            # in the same function: a name like `idx_file` in two functions is two paths, and the lines of two
+            # functions say nothing of which runs first (CodeXGLUE's resume reads, corpus 15)
+            function = self.function_of(node)
+            before = [
+                line
+                for line, written, where in writes
+                if written == text and line < node.lineno and where is function
+            ]
             if before and not any(max(before) < line < node.lineno for line in barriers):
                 self.add(node)
 
@@ -4261,6 +4304,7 @@ class Project:
         self.defined = {}
         # flags the imported modules set under a rank check (a base class's `self.save_models = False`)
         self.rank_flags = set()
+        self.imported = set()  # the paths of the project's modules this one imports
         if path is None or tree is None or not Path(path).is_file():
             return
         here = Path(path).resolve()
@@ -4304,6 +4348,7 @@ class Project:
                         self.helpers_of(target, absolute or alias.asname or alias.name)
                     source = found or (by_name.get(module.rsplit(".", 1)[-1]) if module else None)
                     if source is not None and source != here:
+                        self.imported.add(source)
                         name = alias.asname or alias.name
                         qualified = name if node.level else f"{module}.{alias.name}"
                         # `from maskrcnn_benchmark.data import make_data_loader`: defined in data/build.py,
@@ -4390,6 +4435,7 @@ class Project:
         return module_path, name
 
     def helpers_of(self, module_path, prefix):
+        self.imported.add(module_path)
         # `import distributed as dist` of a package whose __init__ takes data_sampler from its modules
         for name in Project.reexports(module_path):
             self.bind(f"{prefix}.{name}", *Project.origin(module_path, name))
@@ -4409,6 +4455,53 @@ class Project:
             for function, where in Project.split_samplers_in(module_path, kind).items():
                 found[f"{prefix}.{function}"] = where
 
+    @property
+    def augments(self):
+        """Whether a module this one imports draws random data augmentations: a Random* transform, or numpy's
+        or random's draws in a dataset's `__getitem__`, a transform's `__call__` or a function named for an
+        augmentation (gmflow's FlowAugmentor, SpeechTokenizer's random crop offset; corpus 15)."""
+        return any(Project.augments_in(m) for m in self.imported)
+
+    @staticmethod
+    def is_root(folder):
+        """A project's root: it holds .git, a packaging file, requirements.txt or a LICENSE."""
+        return any((folder / marker).exists() for marker in ROOT_MARKERS)
+
+    @staticmethod
+    @functools.cache
+    def augments_in(module_path):
+        tree = Project.tree(module_path)
+        if tree is None:
+            return False
+        # a sampler's shuffle must be the same on every rank (it splits one permutation): not augmentation
+        samplers = {
+            id(f)
+            for c in ast.walk(tree)
+            if isinstance(c, ast.ClassDef) and "sampler" in c.name.lower()
+            for f in ast.walk(c)
+        }
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if id(function) in samplers:
+                continue
+            drawing = function.name in ("__getitem__", "__call__") or re.search(
+                r"aug|transform|crop|flip|jitter", function.name, re.I
+            )
+            for n in ast.walk(function):
+                if not isinstance(n, ast.Call):
+                    continue
+                name = dotted(n.func)
+                if AUGMENTS.match(last(name) or ""):
+                    return True
+                if (
+                    drawing
+                    and name.rsplit(".", 1)[0] in ("random", "np.random", "numpy.random")
+                    and last(name) not in SEEDERS
+                ):
+                    return True
+        return False
+
     @staticmethod
     @functools.cache
     def samplers_in(module_path):
@@ -4420,13 +4513,11 @@ class Project:
         `torch.distributed.launch` (without --use_env, with which the launcher passes no argument): a command in
         a README, a Markdown page or a shell script anywhere in it that names the file. The root is the nearest
         folder above `path` holding .git, else the farthest holding a README, at most four folders up."""
-        parents = list(Path(path).resolve().parents)[:4]
-        roots = [p for p in parents if (p / ".git").exists()]
-        roots = roots or [p for p in parents if any(p.glob("README*"))][::-1]
+        root = Project.root_of(path)
         named = re.compile(
             rf"(?<![\w-]){re.escape(Path(path).name)}(?!\w)"
         )  # not pretrain.py for train.py
-        return bool(roots) and any(named.search(c) for c in Project.launches(roots[0]))
+        return root is not None and any(named.search(c) for c in Project.launches(root))
 
     @staticmethod
     @functools.cache
@@ -4457,6 +4548,69 @@ class Project:
                     if not re.search(r"--use[-_]env", command):
                         commands.append(command)
         return tuple(commands)
+
+    @staticmethod
+    def root_of(path):
+        """The repository around `path`: the nearest folder above it holding .git, else the farthest holding a
+        README, at most four folders up; or None."""
+        parents = list(Path(path).resolve().parents)[:4]
+        roots = [p for p in parents if (p / ".git").exists()]
+        roots = roots or [p for p in parents if any(p.glob("README*"))][::-1]
+        return roots[0] if roots else None
+
+    @staticmethod
+    @functools.cache
+    def commands(root):
+        """Every shell command of a repository's pages and shell scripts that runs a Python file (`python x.py`,
+        `python -m torch.distributed.launch ... x.py`, `torchrun ... x.py`), continuation lines joined."""
+        found, pages = [], []
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = [
+                s
+                for s in subfolders
+                if not s.startswith(".") and s not in ("node_modules", "venv", "site-packages")
+            ]
+            pages += [Path(folder, f) for f in files if f.endswith((".sh", ".md"))]
+            if len(pages) > 400:
+                break
+        for page in pages[:400]:
+            lines = Project.text(page).splitlines()
+            for i, line in enumerate(lines):
+                if not re.search(r"\b(python3?|torchrun|accelerate|deepspeed)\b", line):
+                    continue
+                command, j = line, i
+                while command.rstrip().endswith("\\") and j + 1 < len(lines):
+                    j += 1
+                    command = command.rstrip()[:-1] + " " + lines[j]
+                if re.search(r"\.py\b", command):
+                    found.append(command)
+        return tuple(found)
+
+    @staticmethod
+    @functools.cache
+    def one_process_flags(path):
+        """The flags (as argparse names them: `submission`, `inference_dir`) that the repository's documented
+        commands for this file pass only to a one-process run (`CUDA_VISIBLE_DEVICES=0 python main.py
+        --submission`), never to a launcher's: gmflow's and unimatch's submission and inference paths (corpora
+        14 and 15). Code under `if args.submission:` then runs in one process."""
+        root = Project.root_of(path)
+        if root is None:
+            return frozenset()
+        named = re.compile(
+            rf"(?<![\w/-]){re.escape(Path(path).name)}(?!\w)|/{re.escape(Path(path).name)}\b"
+        )
+        single, launched = set(), set()
+        for command in Project.commands(root):
+            if not named.search(command):
+                continue
+            flags = {f.replace("-", "_") for f in re.findall(r"\s--([A-Za-z][\w-]*)", command)}
+            distributed = re.search(
+                r"torch\.distributed\.(launch|run)|torchrun|accelerate\s+launch|deepspeed|mpirun|srun"
+                r"|nproc_per_node|--launcher[ =](pytorch|slurm)|--distributed|--multiprocessing",
+                command,
+            )
+            (launched if distributed else single).update(flags)
+        return frozenset(single - launched)
 
     @staticmethod
     @functools.cache
@@ -4798,8 +4952,11 @@ class Project:
     @staticmethod
     @functools.cache
     def neighbours(home):
-        found, folders = [], [home, home.parent]
-        for base in (home, home.parent):
+        # not above the project's root: a script there would otherwise take the modules of the projects
+        # beside it (~/code/other/data.py) for its own `import data`
+        bases = (home,) if Project.is_root(home) else (home, home.parent)
+        found, folders = [], list(bases)
+        for base in bases:
             try:
                 folders += sorted(d for d in base.iterdir() if d.is_dir() and d not in folders)
             except OSError:
@@ -4813,6 +4970,17 @@ class Project:
             if len(found) >= Project.MAX_NEIGHBOURS:
                 break
         return tuple(found[: Project.MAX_NEIGHBOURS])
+
+
+ROOT_MARKERS = (
+    ".git",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "LICENSE",
+    "LICENSE.md",
+)
 
 
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
