@@ -4524,30 +4524,11 @@ class Project:
     def launches(root):
         """The `torch.distributed.launch` commands of a repository's pages and shell scripts, each with its
         continuation lines (a trailing backslash) joined; not those given --use_env."""
-        commands, pages = [], []
-        for folder, subfolders, files in os.walk(root):
-            subfolders[:] = [
-                s
-                for s in subfolders
-                if not s.startswith(".") and s not in ("node_modules", "venv", "site-packages")
-            ]
-            pages += [Path(folder, f) for f in files if f.endswith((".sh", ".md"))]
-            if len(pages) > 400:
-                break
-        for page in pages[:400]:
-            text = Project.text(page)
-            if "torch.distributed.launch" not in text:
-                continue
-            lines = text.splitlines()
-            for i, line in enumerate(lines):
-                if "torch.distributed.launch" in line:
-                    command, j = line, i
-                    while command.rstrip().endswith("\\") and j + 1 < len(lines):
-                        j += 1
-                        command = command.rstrip()[:-1] + " " + lines[j]
-                    if not re.search(r"--use[-_]env", command):
-                        commands.append(command)
-        return tuple(commands)
+        return tuple(
+            c
+            for c in Project.commands(root)
+            if "torch.distributed.launch" in c and not re.search(r"--use[-_]env", c)
+        )
 
     @staticmethod
     def root_of(path):
@@ -4561,8 +4542,9 @@ class Project:
     @staticmethod
     @functools.cache
     def commands(root):
-        """Every shell command of a repository's pages and shell scripts that runs a Python file (`python x.py`,
-        `python -m torch.distributed.launch ... x.py`, `torchrun ... x.py`), continuation lines joined."""
+        """Every shell command of a repository's pages and shell scripts (at most 400 of them) that runs a Python
+        file (`python x.py`, `python -m torch.distributed.launch ... x.py`, `torchrun ... x.py`), each with its
+        continuation lines (a trailing backslash) joined."""
         found, pages = [], []
         for folder, subfolders, files in os.walk(root):
             subfolders[:] = [
@@ -4576,7 +4558,9 @@ class Project:
         for page in pages[:400]:
             lines = Project.text(page).splitlines()
             for i, line in enumerate(lines):
-                if not re.search(r"\b(python3?|torchrun|accelerate|deepspeed)\b", line):
+                if not re.search(
+                    r"\b(python3?|torchrun|accelerate|deepspeed)\b|torch\.distributed", line
+                ):
                     continue
                 command, j = line, i
                 while command.rstrip().endswith("\\") and j + 1 < len(lines):
