@@ -1970,3 +1970,34 @@ def test_what_corpus_15_taught_about_reads_resumes_and_one_process_commands(tmp_
         files = {"README.md": "", "main.py": main, "scripts/train.sh": train}
         files["scripts/submission.sh"] = submit
         assert check_in_project(project, files, "main.py") == expected, submit
+
+
+def test_a_validation_metric_kept_in_a_dict_or_a_best_check_without_a_reduction():
+    """Corpus 15 (seen): tango sums its validation loss on its prepared (sharded) loader, puts
+    `total_val_loss / len(eval_dataloader)` in `result["val_loss"]` and logs the dict on the main process, six
+    lines in all; AcademiCodec's rank 0 keeps `if valid_rec_loss < best_val_loss:` over its own shard. Reported
+    once a metric, where it is first shown; not once the sums are reduced."""
+    tango = (
+        ACCELERATE_HEAD + "model, eval_dataloader = accelerator.prepare(model, eval_dataloader)\n"
+        "total_val_loss = 0\nfor batch in eval_dataloader:\n"
+        "    total_val_loss += model(batch).detach().float()\n{reduce}"
+        "if accelerator.is_main_process:\n    result = {{}}\n"
+        "    result['val_loss'] = round(total_val_loss.item() / len(eval_dataloader), 4)\n"
+        "    wandb.log(result)\n    logger.info(result)\n"
+    )
+    best = (
+        DDP_HEAD + "val_sampler = DistributedSampler(valid_set)\nvalid_rec_loss = 0.0\n"
+        "for x in valid_loader:\n    valid_rec_loss += F.mse_loss(model(x), x).item()\n{reduce}"
+        "if dist.get_rank() == 0:\n    if valid_rec_loss < best_val_loss:\n"
+        "        best_val_loss = valid_rec_loss\n" + DDP_TAIL
+    )
+    all_reduce = "valid_rec_loss = torch.tensor(valid_rec_loss)\ndist.all_reduce(valid_rec_loss)\n"
+    cases = [  # (script, its reduction, the findings: the padding sampler stays, under a reduction)
+        (tango, "", [(12, "DDL124")]),
+        (tango, "total_val_loss = accelerator.reduce(total_val_loss)\n", []),
+        (best, "", [(12, "DDL124")]),
+        (best, all_reduce, [(7, "DDL127")]),
+    ]
+    for script, reduce, expected in cases:
+        found = doctor.check_source(script.format(reduce=reduce))
+        assert [(f.line, f.code) for f in found] == expected, (reduce, found)

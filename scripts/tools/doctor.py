@@ -3147,6 +3147,8 @@ class SummedLoss(Rule):
 
 
 LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
+# in the value given to a metric's entry: the accumulator (`total_val_loss`), whatever its prefix
+METRIC_WORD = re.compile(r"loss|acc|metric|score|ppl|perplexity|psnr|err", re.I)
 EVAL_METRIC = re.compile(
     r"^(val|valid|validation|test|eval)_?[a-z_]*(loss|acc|accuracy|metric|score|f1|ppl|perplexity)",
     re.I,
@@ -3162,6 +3164,7 @@ class UnreducedEvalLog(Rule):
     code = "DDL124"
 
     def begin(self):
+        self.shown = []
         return self.m.distributed and self.eval_sharded()
 
     def eval_sharded(self):
@@ -3214,15 +3217,80 @@ class UnreducedEvalLog(Rule):
         if (callee in LOGGERS or callee in self.main_loggers) and (
             main_only or self.m.guarded(node)
         ):
-            shown = [*node.args, *(k.value for k in node.keywords)]
-            names = {
-                dotted(n)
-                for arg in shown
-                for n in ast.walk(arg)
-                if isinstance(n, (ast.Name, ast.Attribute)) and EVAL_METRIC.search(last(dotted(n)))
-            }
-            if any(self.m.reductions.assigned_unreduced(name) for name in names):
+            self.report(node, [*node.args, *(k.value for k in node.keywords)])
+
+    def report(self, node, shown):
+        unreduced = {n for n in self.metrics_in(shown) if self.m.reductions.assigned_unreduced(n)}
+        if unreduced:
+            self.shown.append((node, unreduced))
+
+    def end(self):
+        """Once a metric, where it is first shown: the fix is one reduction of its sums, however many lines
+        show it (tango's six)."""
+        reported = set()
+        for node, unreduced in sorted(self.shown, key=lambda p: (p[0].lineno, p[0].col_offset)):
+            if unreduced - reported:
+                reported |= unreduced
                 self.add(node)
+
+    def visit_If(self, node):
+        """`if valid_loss < best_loss:` under a rank check: rank 0 keeps its own shard's best (AcademiCodec's
+        SoundStream, corpus 15)."""
+        if (
+            isinstance(node.test, ast.Compare)
+            and isinstance(node.test.ops[0], (ast.Lt, ast.Gt, ast.LtE, ast.GtE))
+            and self.m.guarded(node)
+        ):
+            self.report(node, [node.test])
+
+    def metrics_in(self, shown):
+        """The names of the validation metrics a logged value is made of: `val_loss` itself, the accumulator
+        behind a `result["val_loss"] = total_val_loss / n` entry (tango's, corpus 15), and what a message
+        string formatted from them holds (`message = "...".format(valid_loss / n)`: AcademiCodec's)."""
+        found, seen = set(), set()
+        todo = [(expression, False) for expression in shown]
+        while todo:
+            expression, entry = todo.pop()
+            for n in ast.walk(expression):
+                if isinstance(n, (ast.Name, ast.Attribute)) and (
+                    EVAL_METRIC.search(last(dotted(n)))
+                    or entry
+                    and METRIC_WORD.search(last(dotted(n)))
+                ):
+                    found.add(dotted(n))
+                key = n.slice if isinstance(n, ast.Subscript) else None
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    if (dotted(n.value), key.value) not in seen:
+                        seen.add((dotted(n.value), key.value))
+                        todo += [
+                            (v, True) for k, v in self.entries(dotted(n.value)) if k == key.value
+                        ]
+                if isinstance(n, ast.Name) and n.id not in seen:
+                    seen.add(n.id)
+                    for value in self.m.reductions.results.get(n.id, []):
+                        if isinstance(value, ast.JoinedStr) or (
+                            isinstance(value, ast.Call)
+                            and isinstance(value.func, ast.Attribute)
+                            and value.func.attr == "format"
+                        ):
+                            todo.append((value, entry))
+                    todo += [(v, True) for k, v in self.entries(n.id)]
+        return found
+
+    def entries(self, holder):
+        """(key, value) of every `holder["val_loss"] = value` of the module whose key names a validation
+        metric."""
+        return [
+            (target.slice.value, n.value)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            for target in n.targets
+            if isinstance(target, ast.Subscript)
+            and dotted(target.value) == holder
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+            and EVAL_METRIC.search(target.slice.value)
+        ]
 
 
 # What a DistributedDataParallel or DataParallel object answers itself (torch 2.13's dir() of both, public
