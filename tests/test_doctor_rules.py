@@ -2001,3 +2001,30 @@ def test_a_validation_metric_kept_in_a_dict_or_a_best_check_without_a_reduction(
     for script, reduce, expected in cases:
         found = doctor.check_source(script.format(reduce=reduce))
         assert [(f.line, f.code) for f in found] == expected, (reduce, found)
+
+
+def test_a_skip_on_what_the_model_returned_and_rank_0_raising_inside_the_training_loop():
+    """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
+    all-reduces the other ranks make for that micro-batch; its rank 0 alone raises inside the training loop when
+    the loss diverges (the others go on into the next all-reduce). Not a skip on a step counter, nor a raise that
+    every rank makes."""
+    skip = (
+        DDP_HEAD + "model = DDP(net)\nfor step, batch in enumerate(loader):\n"
+        "    out = model(batch)\n    if {test}:\n        continue\n"
+        "    out['loss'].backward()\n    optimizer.step()\n" + DDP_TAIL
+    )
+    raising = (
+        DDP_HEAD + "model = DDP(net)\nfor step, batch in enumerate(loader):\n"
+        "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
+        "    if {test}:\n        if math.isnan(avg):\n            raise RuntimeError('diverged')\n"
+        + DDP_TAIL
+    )
+    cases = [
+        (skip, "out == None", ["DDL134"]),
+        (skip, "step % 10 == 0", []),
+        (raising, "dist.get_rank() == 0", ["DDL134"]),
+        (raising, "step % 10 == 0", []),
+    ]
+    for script, test, expected in cases:
+        found = [f.code for f in doctor.check_source(script.format(test=test))]
+        assert found == expected, (test, found)

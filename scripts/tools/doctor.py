@@ -1982,13 +1982,28 @@ class SkipOnLocalCondition(Rule):
         elif counted:
             return False
         data = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} - {"_"}
+        # and what the loop makes from them before the test: `out = self.model(batch)`
+        for _ in range(3):
+            data |= {
+                t.id
+                for n in ast.walk(loop)
+                if isinstance(n, ast.Assign)
+                and n.lineno < test.lineno
+                and any(isinstance(m, ast.Name) and m.id in data for m in ast.walk(n.value))
+                for t in n.targets
+                if isinstance(t, ast.Name)
+            }
         content = any(
             isinstance(n, ast.Call)
             and last(dotted(n.func)) in ("len", "any", "all", "numel", "size", "nelement")
             or isinstance(n, ast.Attribute)
             and n.attr == "shape"
             or isinstance(n, ast.Compare)
-            and any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+            and (
+                any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+                # VoiceCraft's `if out == None: continue`
+                or any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
+            )
             for n in ast.walk(test)
         )
         return content and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(test))
@@ -2031,10 +2046,35 @@ class SkipOnLocalCondition(Rule):
     def begin(self):
         return self.m.wraps_in_ddp or self.m.uses_accelerate
 
+    @staticmethod
+    def ends_the_process(statement):
+        """`raise ...`, `sys.exit(...)`, `exit()`, `os._exit(...)`."""
+        if isinstance(statement, ast.Raise):
+            return True
+        return (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and dotted(statement.value.func) in ("sys.exit", "exit", "quit", "os._exit")
+        )
+
     def visit_If(self, node):
         leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break, ast.Return))]
         loop = self.innermost_loop(node)
         per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
+        if (
+            not leaves
+            and loop is not None
+            and any(map(self.ends_the_process, node.body))
+            and any(
+                isinstance(p, ast.If) and selects_main(p.test)
+                for p in [node, *self.m.parents_of(node)]
+            )
+            and trains(loop.body)
+        ):
+            # VoiceCraft's early stop (corpus 15): rank 0 alone raises inside the training loop; the others go
+            # on into the next all-reduce, and the run ends as a failure (or waits out the timeout)
+            self.add(node, fixable=False)
+            return
         if leaves and isinstance(leaves[0], ast.Return):
             # `if rank == 0 and args.test_only: evaluate(); return`: the others go on to train alone; also
             # under an outer main-only `if` (CLAP's `if is_master(args): ... if exists(log): return -1`, before
