@@ -1423,8 +1423,8 @@ def test_a_padding_eval_sampler_built_by_a_helper_of_another_module(tmp_path):
 
 def test_a_local_rank_argument_beside_a_helper_that_reads_local_rank(tmp_path):
     """Corpus 11 (seen): DUSt3R declares `--local_rank` and never needs it, since croco's
-    init_distributed_mode reads LOCAL_RANK from the environment: torchrun works. Without that helper, the same
-    parser is the deprecated launcher's argument."""
+    init_distributed_mode reads LOCAL_RANK from the environment: torchrun works. Without that helper (or with one
+    that reads a config's field of that name), the same parser is the deprecated launcher's argument."""
     train = (
         "import argparse\nimport torch.distributed as dist\nfrom utils import misc\n"
         "p = argparse.ArgumentParser()\np.add_argument('--local_rank', default=-1, type=int)\n"
@@ -1442,6 +1442,10 @@ def test_a_local_rank_argument_beside_a_helper_that_reads_local_rank(tmp_path):
     assert "DDL101" not in check_in_project(tmp_path / "good", good, "train.py")
     bad = {**good, "utils/misc.py": helper.format(var="SLURM_PROCID")}
     assert "DDL101" in check_in_project(tmp_path / "bad", bad, "train.py")
+    # RepVGG's (corpus 15, seen): a helper that reads a config's LOCAL_RANK field reads no environment
+    field = helper.replace("int(os.environ['{var}'])", "args.config.LOCAL_RANK")
+    bad = {**good, "utils/misc.py": field}
+    assert "DDL101" in check_in_project(tmp_path / "field", bad, "train.py")
 
 
 def test_names_a_package_takes_from_its_modules_are_followed_there(tmp_path):

@@ -1457,7 +1457,10 @@ class DeprecatedLauncher(Rule):
         project = self.m.project
         for n in self.m.nodes:
             target = project.defined.get(dotted(n.func)) if isinstance(n, ast.Call) else None
-            if target is not None and "LOCAL_RANK" in Project.source_of(*target):
+            # the environment's "LOCAL_RANK", not a config's field of that name (RepVGG's config.LOCAL_RANK)
+            if target is not None and re.search(
+                r"[\'\"]LOCAL_RANK[\'\"]", Project.source_of(*target)
+            ):
                 return True
         return False
 
