@@ -353,6 +353,13 @@ CASES = {
         "    for step, loss in enumerate(loader):\n        if writer is not None:\n"
         "            writer.add_scalar('loss', loss, step)\ndist.destroy_process_group()\n",
     ),
+    "DDL145": (
+        "from accelerate import Accelerator\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "accelerator = Accelerator()\nmodel = DDP(model.to(accelerator.device))\n"
+        "model, opt, loader = accelerator.prepare(model, opt, loader)\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, opt, loader = accelerator.prepare(model, opt, loader)\n",
+    ),
 }
 
 

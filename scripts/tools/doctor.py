@@ -274,6 +274,15 @@ RULES = {
         "other processes never bound the name, so they stop at the read with UnboundLocalError (NameError at "
         "module level), often at the first evaluation, hours in, while rank 0 waits for them in a collective.",
     ),
+    "DDL145": (
+        "a model wrapped in DistributedDataParallel by hand, then given to accelerator.prepare",
+        "give prepare() the bare model: it wraps it in DDP itself",
+        "a-accelerator-prepare-and-backward",
+        "Under `accelerate launch` on several GPUs, prepare() wraps the model in DistributedDataParallel "
+        "whatever it is given: a model already wrapped gets two reducers on the same parameters, so every "
+        "backward all-reduces the gradients twice, and `model.module` is the inner wrapper (a `module.` prefix "
+        "left in every checkpoint).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -4153,6 +4162,28 @@ class BoundOnMainOnly(Rule):
                     break
 
 
+class WrappedThenPrepared(CallRule):
+    """DDL145: `model = DDP(model, ...)` then `accelerator.prepare(model, ...)` (LightningDiT's train.py,
+    corpus 15): two DDP wrappers on one model."""
+
+    code = "DDL145"
+
+    def check(self, call, name, callee):
+        if callee != "prepare" or not self.m.uses_accelerate:
+            return
+        wrapped = {
+            dotted(t)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) in ("DistributedDataParallel", "DDP")
+            and n.lineno < call.lineno
+            for t in n.targets
+        }
+        if any(dotted(a) in wrapped for a in call.args):
+            self.add(call, fixable=False)
+
+
 class Reductions:
     """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
     those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
@@ -4304,6 +4335,7 @@ RULE_CLASSES = [
     SameSeedEveryRank,
     OneVisibleGpu,
     BoundOnMainOnly,
+    WrappedThenPrepared,
 ]
 
 
