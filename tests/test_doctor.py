@@ -360,6 +360,14 @@ CASES = {
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "model, opt, loader = accelerator.prepare(model, opt, loader)\n",
     ),
+    "DDL146": (
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel\n"
+        "if torch.cuda.device_count() > 1:\n    dist.init_process_group('nccl')\n"
+        "    model = DistributedDataParallel(model)\n",
+        "import os\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel\n"
+        "if int(os.environ.get('WORLD_SIZE', 1)) > 1:\n    dist.init_process_group('nccl')\n"
+        "    model = DistributedDataParallel(model)\n",
+    ),
 }
 
 

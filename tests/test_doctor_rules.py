@@ -2032,3 +2032,25 @@ def test_a_skip_on_what_the_model_returned_and_rank_0_raising_inside_the_trainin
     for script, test, expected in cases:
         found = [f.code for f in doctor.check_source(script.format(test=test))]
         assert found == expected, (test, found)
+
+
+def test_whether_to_run_distributed_decided_by_the_gpu_count():
+    """Corpora 14 and 15 (seen): RepVGG wraps in DDP under `if torch.cuda.device_count() > 1:`, the voiceprint
+    trainer joins the group under `if nranks > 1 and self.use_gpu:` with `nranks = device_count()`: reported
+    once, at the first test. A script that starts one process a GPU itself (mp.spawn) has as many processes as
+    GPUs, and a test that also asks the launcher is the launcher's."""
+    script = (
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nnranks = torch.cuda.device_count()\n"
+        "def run(rank, use_gpu):\n    if {test}:\n        dist.init_process_group('nccl')\n"
+        "    if {test}:\n        model = DDP(net)\n    dist.destroy_process_group()\n{start}"
+    )
+    cases = [
+        ("nranks > 1 and use_gpu", "run(0, True)\n", [(7, "DDL146")]),
+        ("torch.cuda.device_count() > 1", "run(0, True)\n", [(7, "DDL146")]),
+        ("nranks > 1 and args.distributed", "run(0, True)\n", []),
+        ("nranks > 1", "mp.spawn(run, args=(True,), nprocs=nranks)\n", []),
+    ]
+    for test, start, expected in cases:
+        found = doctor.check_source(script.format(test=test, start=start))
+        assert [(f.line, f.code) for f in found] == expected, (test, found)

@@ -283,6 +283,15 @@ RULES = {
         "backward all-reduces the gradients twice, and `model.module` is the inner wrapper (a `module.` prefix "
         "left in every checkpoint).",
     ),
+    "DDL146": (
+        "whether to run distributed decided by the GPU count (torch.cuda.device_count())",
+        "decide by what the launcher set: int(os.environ.get('WORLD_SIZE', 1)) > 1",
+        "2-join-the-process-group",
+        "The GPU count says what the machine holds, not how the script was started: `python train.py` on a "
+        "machine with 4 GPUs joins a process group no launcher set up (no RANK, no WORLD_SIZE: it fails), and "
+        "under a launcher that gives each process one visible GPU (a cluster's per-task CUDA_VISIBLE_DEVICES) "
+        "the model is never wrapped: every rank trains its own copy.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -4184,6 +4193,67 @@ class WrappedThenPrepared(CallRule):
             self.add(call, fixable=False)
 
 
+class DistributedByGpuCount(Rule):
+    """DDL146: `if torch.cuda.device_count() > 1:` (or a name made from it, `nranks = device_count()`) around
+    init_process_group or the DDP wrap (RepVGG's main.py, corpus 15; VoiceprintRecognition's trainer, corpus
+    14)."""
+
+    code = "DDL146"
+
+    def begin(self):
+        self.tests = []
+        self.counts = {
+            dotted(t)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) == "device_count"
+            for t in n.targets
+        }
+        # a script that starts one process a GPU itself (mp.spawn) has as many processes as GPUs
+        return self.m.distributed and not self.m.spawned
+
+    def counts_gpus(self, test):
+        return (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and any(
+                isinstance(c, ast.Call)
+                and last(dotted(c.func)) == "device_count"
+                or dotted(c) in self.counts
+                for c in [test.left, *test.comparators]
+            )
+        )
+
+    def visit_If(self, node):
+        test = node.test
+        tests = (
+            test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        )
+        if not any(
+            map(self.counts_gpus, tests)
+        ) or any(  # `nranks > 1 and self.use_gpu`, not `... and ddp`
+            DISTRIBUTED_FLAG.fullmatch(ast.unparse(t)) or WORLD_SIZE.search(ast.unparse(t))
+            for t in tests
+        ):
+            return
+        joins = (
+            "init_process_group",
+            "DistributedDataParallel",
+            "DDP",
+        )
+        if any(
+            isinstance(n, ast.Call) and last(dotted(n.func)) in joins
+            for statement in node.body
+            for n in ast.walk(statement)
+        ):
+            self.tests.append(node)
+
+    def end(self):
+        if self.tests:  # once, at the first: the fix is one test, whatever it guards
+            self.add(min(self.tests, key=lambda n: (n.lineno, n.col_offset)), fixable=False)
+
+
 class Reductions:
     """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
     those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
@@ -4336,6 +4406,7 @@ RULE_CLASSES = [
     OneVisibleGpu,
     BoundOnMainOnly,
     WrappedThenPrepared,
+    DistributedByGpuCount,
 ]
 
 
