@@ -4096,13 +4096,7 @@ def main_only(test):
     process), or any of them `and` another test: a test the other ranks fail."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(main_only(v) for v in test.values)
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq)
-        and ast.unparse(test.comparators[0]) == "-1"
-        and mentions_rank(test.left)
-    ):
+    if not_distributed(test) and not isinstance(test, ast.UnaryOp):
         return True
     return selects_main(test) or (
         isinstance(test, ast.Compare)
