@@ -1871,6 +1871,8 @@ def test_a_name_bound_on_the_main_process_alone_and_read_on_every_rank():
         ("", f"        if args.local_rank in [-1, 0] and epoch % 2 == 0:\n            {use}\n"): [],
         ("", f"        if dist.get_rank() == 0 and {use}:\n            pass\n"): [],
         ("", f"        if args.local_rank == -1:\n            {use}\n"): [],
+        # bts's (corpus 16): a value only the main process holds, tested where the writer is read
+        ("", f"        if measures is not None:\n            {use}\n"): [],
         (
             "    else:\n        tb_writer = None\n",
             f"        if tb_writer:\n            {use}\n",
