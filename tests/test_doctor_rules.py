@@ -2094,3 +2094,24 @@ def test_what_corpus_16_taught_about_fallbacks_and_the_first_process_of_a_node()
         "            if torch.isnan(loss):\n                return -1\n" + DDP_TAIL
     )
     assert [f.code for f in doctor.check_source(nan)] == ["DDL134"]
+
+
+def test_rank_0_alone_exiting_cleanly_inside_the_training_loop():
+    """Corpus 16 (seen): seed-vc's trainer, `if self.iters >= self.max_steps and
+    self.accelerator.is_main_process: self._save_checkpoint(epoch); exit()`, the training in a method the loop
+    calls: rank 0 ends with success, so torchrun's agent stops no one, and the others wait in the next
+    all-reduce. Not an `exit(1)` (the agent then stops them all), nor an exit every rank makes."""
+    script = (
+        ACCELERATE_HEAD + "class Trainer:\n    def step(self, batch):\n"
+        "        self.accelerator.backward(self.model(batch))\n        self.optimizer.step()\n"
+        "    def fit(self):\n        for i, batch in enumerate(self.loader):\n"
+        "            self.step(batch)\n            if {test}:\n                exit({code})\n"
+    )
+    cases = [
+        ("self.iters >= self.max_steps and self.accelerator.is_main_process", "", ["DDL134"]),
+        ("self.iters >= self.max_steps and self.accelerator.is_main_process", "1", []),
+        ("self.iters >= self.max_steps", "", []),
+    ]
+    for test, code, expected in cases:
+        found = [f.code for f in doctor.check_source(script.format(test=test, code=code))]
+        assert found == expected, (test, code, found)

@@ -2079,10 +2079,46 @@ class SkipOnLocalCondition(Rule):
     def begin(self):
         return self.m.wraps_in_ddp or self.m.uses_accelerate
 
+    @staticmethod
+    def exits_quietly(statement):
+        """`exit()`, `sys.exit(0)`: the process ends with success, so torchrun's agent waits for the others,
+        which wait in a collective (an exception or exit(1) makes the agent stop them all)."""
+        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            return False
+        call = statement.value
+        return dotted(call.func) in ("exit", "sys.exit", "quit", "os._exit") and (
+            not call.args
+            or isinstance(call.args[0], ast.Constant)
+            and call.args[0].value in (0, None)
+        )
+
+    def trains_deep(self, statements):
+        """trains(), or a call of a function or method of this module whose body trains (seed-vc's
+        `self._process_batch(...)`)."""
+        defined = self.m.reductions.defined
+        return trains(statements) or any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in defined
+            and trains(defined[last(dotted(n.func))].body)
+            for s in statements
+            for n in ast.walk(s)
+        )
+
     def visit_If(self, node):
         leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break, ast.Return))]
         loop = self.innermost_loop(node)
         per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
+        if (
+            not leaves
+            and loop is not None
+            and any(map(self.exits_quietly, node.body))
+            and (selects_main(node.test) or self.rank_check(node) is not None)
+            and self.trains_deep(loop.body)
+        ):
+            # seed-vc's and XLM's (corpus 16): rank 0 alone saves and calls exit() inside the training loop;
+            # the others go on into the next all-reduce and wait there, since a clean exit stops no one
+            self.add(node, fixable=False)
+            return
         if leaves and isinstance(leaves[0], ast.Return):
             # `if rank == 0 and args.test_only: evaluate(); return`: the others go on to train alone; also
             # under an outer main-only `if` (CLAP's `if is_master(args): ... if exists(log): return -1`, before
