@@ -368,6 +368,14 @@ CASES = {
         "if int(os.environ.get('WORLD_SIZE', 1)) > 1:\n    dist.init_process_group('nccl')\n"
         "    model = DistributedDataParallel(model)\n",
     ),
+    "DDL147": (
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\ndef evaluate(x):\n"
+        "    group = dist.new_group([0, 1])\n    dist.all_reduce(x, group=group)\n"
+        "for step in range(100):\n    evaluate(x)\ndist.destroy_process_group()\n",
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\ngroup = dist.new_group([0, 1])\n"
+        "def evaluate(x):\n    dist.all_reduce(x, group=group)\n"
+        "for step in range(100):\n    evaluate(x)\ndist.destroy_process_group()\n",
+    ),
 }
 
 

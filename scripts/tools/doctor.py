@@ -292,6 +292,15 @@ RULES = {
         "under a launcher that gives each process one visible GPU (a cluster's per-task CUDA_VISIBLE_DEVICES) "
         "the model is never wrapped: every rank trains its own copy.",
     ),
+    "DDL147": (
+        "a process group made (dist.new_group) on every call of a function run in a loop",
+        "make the group once, after init_process_group, and hand it to the function",
+        "2-join-the-process-group",
+        "Every `dist.new_group(...)` builds a new communicator on every rank (for NCCL, GPU memory and a "
+        "rendezvous through the store): one made inside an evaluation that runs every few thousand steps "
+        "adds one more each time, none freed for the life of the run, and a rank that skips one call makes "
+        "every later group hang.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -4318,6 +4327,29 @@ class DistributedByGpuCount(Rule):
             self.add(min(self.tests, key=lambda n: (n.lineno, n.col_offset)), fixable=False)
 
 
+class GroupPerCall(CallRule):
+    """DDL147: `dist.new_group(...)` in a loop, or in a function of this module that is called in one (bts's and
+    NeWCRFs' online_eval, corpus 16: a new group at every evaluation)."""
+
+    code = "DDL147"
+
+    def check(self, call, name, callee):
+        if callee != "new_group":
+            return
+        if self.innermost_loop(call) is not None:
+            self.add(call, fixable=False)
+            return
+        function = self.function_of(call)
+        sites = self.m.calls.get(function.name, []) if function is not None else []
+        if any(
+            isinstance(p, (ast.For, ast.While))
+            for site in sites
+            if not is_inside(site, function)
+            for p in self.m.parents_of(site)
+        ):
+            self.add(call, fixable=False)
+
+
 class Reductions:
     """Which values of a module are reduced across the ranks: those passed to a collective (all_reduce(x)),
     those made by one (`losses = accelerator.gather_for_metrics(...)`), and, link by link, those made from a
@@ -4471,6 +4503,7 @@ RULE_CLASSES = [
     BoundOnMainOnly,
     WrappedThenPrepared,
     DistributedByGpuCount,
+    GroupPerCall,
 ]
 
 
