@@ -1410,6 +1410,15 @@ class Rule:
                 break
         return True
 
+    def add_first_of_each(self, pairs):
+        """`pairs` of (node, names): a finding at the first node in the source that shows a name not shown
+        before. One mistake, one finding, however many lines show it: the fix is where the name is made."""
+        reported = set()
+        for node, names in sorted(pairs, key=lambda p: (p[0].lineno, p[0].col_offset)):
+            if names - reported:
+                reported |= names
+                self.add(node, fixable=False)
+
     def innermost_loop(self, node):
         """The innermost for/while loop around `node` within its function, or None."""
         for parent in self.m.parents_of(node):
@@ -2192,9 +2201,14 @@ class SkipOnLocalCondition(Rule):
             self.add(node, fixable=False)
 
 
+def holds(tree, node):
+    """Whether `node` is `tree` or inside it (by identity, not by line: two operands can share one)."""
+    return any(n is node for n in ast.walk(tree))
+
+
 def _in_orelse(node, branch):
     """Whether `node` sits in the else of the `if` `branch`."""
-    return any(any(n is node for n in ast.walk(s)) for s in branch.orelse)
+    return any(holds(s, node) for s in branch.orelse)
 
 
 def _in_body(node, branch):
@@ -2788,7 +2802,7 @@ class GlobalRankAsDevice(Rule):
     code = "DDL117"
 
     def begin(self):
-        self.names, self.reported = set(), set()
+        self.names, self.uses = set(), []
         for node in self.m.nodes:
             if (
                 isinstance(node, ast.Assign)
@@ -2836,15 +2850,18 @@ class GlobalRankAsDevice(Rule):
 
     def report(self, node, values):
         named = {dotted(v) for v in values if self.is_global(v)}
-        if named and not named <= self.reported and not self.m.local_is_global:
-            self.reported |= named
-            self.add(node)
+        if named:
+            self.uses.append((node, named))
 
     def visit_Call(self, node):
         self.report(node, device_indexes(node))
 
     def visit_JoinedStr(self, node):  # f"cuda:{rank}"
         self.report(node, cuda_indexes(node))
+
+    def end(self):
+        if self.uses and not self.m.local_is_global:  # asked only then: it reads every assignment
+            self.add_first_of_each(self.uses)
 
 
 class GatherInEval(Rule):
@@ -3348,13 +3365,9 @@ class UnreducedEvalLog(Rule):
             self.shown.append((node, unreduced))
 
     def end(self):
-        """Once a metric, where it is first shown: the fix is one reduction of its sums, however many lines
-        show it (tango's six)."""
-        reported = set()
-        for node, unreduced in sorted(self.shown, key=lambda p: (p[0].lineno, p[0].col_offset)):
-            if unreduced - reported:
-                reported |= unreduced
-                self.add(node)
+        self.add_first_of_each(
+            self.shown
+        )  # once a metric: one reduction of its sums (tango's six lines)
 
     def visit_If(self, node):
         """`if valid_loss < best_loss:` under a rank check: rank 0 keeps its own shard's best (AcademiCodec's
@@ -4157,7 +4170,7 @@ def main_only(test):
 def before_in(boolop, node):
     """The operands of `a and b and c` left of the one holding `node`: those evaluated before it."""
     for i, value in enumerate(boolop.values):
-        if any(n is node for n in ast.walk(value)):
+        if holds(value, node):
             return boolop.values[:i]
     return []
 
