@@ -1246,12 +1246,22 @@ def test_what_corpus_8_taught_each_on_a_bad_and_a_good_script(tmp_path):
     assert "DDL119" not in [
         f.code for f in doctor.check_source(counted.replace("step_per_update", "max_iters"))
     ]
-    # a log file handler and a tokenizer saved on every rank; the else of `if distributed:` is one process
+    # a log file handler that truncates and a tokenizer saved on every rank; the else of `if distributed:`
+    # is one process
     writes = (
-        DDP_HEAD + "import logging\nh = logging.FileHandler(os.path.join(out, 'train.log'))\n"
+        DDP_HEAD
+        + "import logging\nh = logging.FileHandler(os.path.join(out, 'train.log'), mode='w')\n"
         "tokenizer.save(str(tokenizer_path))\n" + DDP_TAIL
     )
     assert [f.code for f in doctor.check_source(writes)] == ["DDL107", "DDL107"]
+    # corpus 15 (seen): a log that appends, where the other ranks log warnings only (CodeXGLUE's run_lm)
+    appended = writes.replace(", mode='w')", ")")
+    assert [f.code for f in doctor.check_source(appended)] == ["DDL107", "DDL107"]
+    quiet = (
+        "logging.basicConfig(level=logging.INFO if args.local_rank in [-1, 0] else logging.WARN)\n"
+    )
+    assert [f.code for f in doctor.check_source(appended + quiet)] == ["DDL107"]
+    assert [f.code for f in doctor.check_source(writes + quiet)] == ["DDL107", "DDL107"]
     alone = (
         DDP_HEAD
         + "if args.distributed:\n    if dist.get_rank() == 0:\n        torch.save(s, 'a.pt')\n"
@@ -2115,3 +2125,33 @@ def test_rank_0_alone_exiting_cleanly_inside_the_training_loop():
     for test, code, expected in cases:
         found = [f.code for f in doctor.check_source(script.format(test=test, code=code))]
         assert found == expected, (test, code, found)
+
+
+def test_per_rank_loads_copied_state_dicts_and_samplers_told_not_to_pad():
+    """Corpora 15 and 16 (seen), each on a bad and a good script: arcface_torch loads
+    `checkpoint_gpu_{rank}.pt`, which each rank saved from its own GPU (DDL132 quiet); SoundStream saves
+    `best_model = net.state_dict().copy()` (a state dict, not the model: DDL120 quiet); NVIDIA's
+    semantic-segmentation builds its own `DistributedSampler(val_set, pad=False)` (DDL127 quiet)."""
+    loaded = (
+        DDP_HEAD + "model = DDP(net)\nstate = torch.load(os.path.join(out, {name}))\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(loaded.format(name="'checkpoint_last.pt'"))] == [
+        "DDL132"
+    ]
+    assert [
+        f.code for f in doctor.check_source(loaded.format(name="f'checkpoint_gpu_{rank}.pt'"))
+    ] == []
+    saved = (
+        DDP_HEAD + "def main():\n    best_model = {value}\n"
+        "    if dist.get_rank() == 0:\n        torch.save(best_model, 'best.pt')\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(saved.format(value="model"))] == ["DDL120"]
+    assert [
+        f.code for f in doctor.check_source(saved.format(value="model.state_dict().copy()"))
+    ] == []
+    padded = (
+        DDP_HEAD + "val_sampler = DistributedSampler(valset, shuffle=False{pad})\n"
+        "metrics = utils.torch_dist_sum(gpu, *metric.get_all())\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(padded.format(pad=""))] == ["DDL127"]
+    assert [f.code for f in doctor.check_source(padded.format(pad=", pad=False"))] == []

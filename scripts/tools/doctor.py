@@ -818,7 +818,13 @@ class Checker:
         if callee == "save" and re.search(r"tokenizer", dotted(call.func), re.I) and call.args:
             return call.args[0]  # tokenizer.save(path): a Hugging Face tokenizer's file
         if callee == "FileHandler" and call.args:
-            path = call.args[0]  # a log every rank appends to
+            mode = call.args[1] if len(call.args) > 1 else keyword(call, "mode")
+            truncates = (
+                isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value
+            )
+            if not truncates and self.log_level_by_rank():
+                return None  # it appends, and the other ranks log warnings only: no line twice, none lost
+            path = call.args[0]
             return None if self.parameter_path(call, path) else path
         if callee == "save" and name in ("torch.save", "save"):
             path = (call.args[1:2] or [keyword(call, "f")])[0]
@@ -887,6 +893,20 @@ class Checker:
         return bool(values) and all(
             isinstance(v, ast.Call) and last(dotted(v.func)) in ("BytesIO", "StringIO")
             for v in values
+        )
+
+    def log_level_by_rank(self):
+        """`logging.basicConfig(level=logging.INFO if local_rank in [-1, 0] else logging.WARN)` or a
+        `setLevel(...)` of that shape: the level chosen by the rank (the Hugging Face scripts' way)."""
+        return any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in ("basicConfig", "setLevel")
+            and any(
+                isinstance(e, ast.IfExp) and mentions_rank(e.test)
+                for a in [*n.args, *(k.value for k in n.keywords)]
+                for e in ast.walk(a)
+            )
+            for n in self.nodes
         )
 
     def opened_for_writing(self, call):
@@ -1906,6 +1926,9 @@ class LoadWithoutMapLocation(CallRule):
             and len(call.args) == 1
             and RUN_CHECKPOINT.search(self.what_is_loaded(call))
             and not PRETRAINED.search(self.what_is_loaded(call))
+            and not PER_RANK.search(
+                ast.unparse(call.args[0])
+            )  # f"ckpt_{rank}.pt": each rank saved its own
             and not self.m.guarded(call)
             and not self.in_test(call)
             and not self.mapped_beside(call)
@@ -3103,8 +3126,22 @@ class WholeModelSave(Rule):
         if dotted(node.func) == "torch.save" and node.args:
             saved = node.args[0]
             name = dotted(saved) if isinstance(saved, (ast.Name, ast.Attribute)) else ""
-            if name and MODEL_NAMES.search(last(name)):
+            if name and MODEL_NAMES.search(last(name)) and not self.holds_a_state_dict(node, name):
                 self.add(node)
+
+    def holds_a_state_dict(self, node, name):
+        """`best_model = net.state_dict().copy()` in the same function: the name holds a state dict."""
+        return any(
+            isinstance(n, ast.Assign)
+            and any(dotted(t) == name for t in n.targets)
+            and any(
+                isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "state_dict"
+                for c in ast.walk(n.value)
+            )
+            for n in ast.walk(self.function_of(node) or self.m.tree)
+        )
 
 
 class ClipScaledGradients(Rule):
@@ -3703,6 +3740,8 @@ def pads(call):
     """A `DistributedSampler(...)` that pads: drop_last not set, or set to a literal False."""
     if not (isinstance(call, ast.Call) and last(dotted(call.func)) == "DistributedSampler"):
         return False
+    if ast.unparse(keyword(call, "pad") or ast.Constant(None)) == "False":
+        return False  # a project's own sampler told not to pad (NVIDIA semantic-segmentation's)
     drop = keyword(call, "drop_last")
     return drop is None or isinstance(drop, ast.Constant) and drop.value is False
 
@@ -3888,9 +3927,8 @@ class PaddedEvalSampler(Rule):
             return
         if last(dotted(node.func)) != "DistributedSampler" or not node.args:
             return
-        drop = keyword(node, "drop_last")
-        if drop is not None and not (isinstance(drop, ast.Constant) and drop.value is False):
-            return  # drop_last=True (or a flag): no repeats, a different choice
+        if not pads(node):
+            return  # drop_last=True (or a flag), or pad=False: no repeats, a different choice
         named = assigned_to(self.m, node)
         shuffle = keyword(node, "shuffle")
         if EVAL_WORDS.search(" ".join([*named, ast.unparse(node.args[0])])) or (
