@@ -2132,26 +2132,20 @@ def test_per_rank_loads_copied_state_dicts_and_samplers_told_not_to_pad():
     `checkpoint_gpu_{rank}.pt`, which each rank saved from its own GPU (DDL132 quiet); SoundStream saves
     `best_model = net.state_dict().copy()` (a state dict, not the model: DDL120 quiet); NVIDIA's
     semantic-segmentation builds its own `DistributedSampler(val_set, pad=False)` (DDL127 quiet)."""
-    loaded = (
-        DDP_HEAD + "model = DDP(net)\nstate = torch.load(os.path.join(out, {name}))\n" + DDP_TAIL
-    )
-    assert [f.code for f in doctor.check_source(loaded.format(name="'checkpoint_last.pt'"))] == [
-        "DDL132"
-    ]
-    assert [
-        f.code for f in doctor.check_source(loaded.format(name="f'checkpoint_gpu_{rank}.pt'"))
-    ] == []
+    loaded = DDP_HEAD + "model = DDP(net)\nstate = torch.load(os.path.join(out, {}))\n" + DDP_TAIL
     saved = (
-        DDP_HEAD + "def main():\n    best_model = {value}\n"
+        DDP_HEAD + "def main():\n    best_model = {}\n"
         "    if dist.get_rank() == 0:\n        torch.save(best_model, 'best.pt')\n" + DDP_TAIL
     )
-    assert [f.code for f in doctor.check_source(saved.format(value="model"))] == ["DDL120"]
-    assert [
-        f.code for f in doctor.check_source(saved.format(value="model.state_dict().copy()"))
-    ] == []
     padded = (
-        DDP_HEAD + "val_sampler = DistributedSampler(valset, shuffle=False{pad})\n"
+        DDP_HEAD + "val_sampler = DistributedSampler(valset, shuffle=False{})\n"
         "metrics = utils.torch_dist_sum(gpu, *metric.get_all())\n" + DDP_TAIL
     )
-    assert [f.code for f in doctor.check_source(padded.format(pad=""))] == ["DDL127"]
-    assert [f.code for f in doctor.check_source(padded.format(pad=", pad=False"))] == []
+    cases = [  # (script, the bad shape, the good one, the code the bad one gets)
+        (loaded, "'checkpoint_last.pt'", "f'checkpoint_gpu_{rank}.pt'", "DDL132"),
+        (saved, "model", "model.state_dict().copy()", "DDL120"),
+        (padded, "", ", pad=False", "DDL127"),
+    ]
+    for script, bad, good, code in cases:
+        assert [f.code for f in doctor.check_source(script.format(bad))] == [code], bad
+        assert [f.code for f in doctor.check_source(script.format(good))] == [], good
