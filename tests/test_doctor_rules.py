@@ -2149,3 +2149,49 @@ def test_per_rank_loads_copied_state_dicts_and_samplers_told_not_to_pad():
     for script, bad, good, code in cases:
         assert [f.code for f in doctor.check_source(script.format(bad))] == [code], bad
         assert [f.code for f in doctor.check_source(script.format(good))] == [], good
+
+
+def test_accumulation_a_package_runs_for_its_caller(tmp_path):
+    """Corpus 16 (seen): the accumulation that all-reduces every micro-batch sits in the project's trainer,
+    which the entry point imports through its package: flow_matching's `update_grad=apply_update` with
+    `apply_update = (i + 1) % accum_iter == 0` a line before; nanoT5's `from .train_utils import *` in
+    utils/__init__.py; ml-cvnets' `from engine.training_engine import Trainer` in engine/__init__.py and
+    `scaler.step(optimizer=self.optimizer)`. Each with no_sync in the trainer as the good shape."""
+    main = (
+        DDP_HEAD
+        + "from engine import Trainer\nfrom utils import train_one_epoch\nmodel = DDP(net)\n"
+        "train_one_epoch(model, loader, optimizer, scaler, 4)\ntrainer = Trainer(model)\ntrainer.run()\n"
+        + DDP_TAIL
+    )
+    scaled = (
+        "def train_one_epoch(model, loader, optimizer, loss_scaler, accum_iter):\n"
+        "    for i, x in enumerate(loader):\n        loss = model(x).sum() / accum_iter\n"
+        "        apply_update = (i + 1) % accum_iter == 0\n"
+        "        loss_scaler(loss, optimizer, update_grad=apply_update)\n"
+    )
+    trainer = (
+        "class Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+        "    def run(self):\n        for i, x in enumerate(self.loader):\n"
+        "            self.scaler.scale(self.model(x).sum()).backward()\n"
+        "            if (i + 1) % self.accum_freq == 0:\n"
+        "                self.scaler.step(optimizer=self.optimizer)\n"
+    )
+    files = {
+        "train.py": main,
+        "utils/__init__.py": "from .train_utils import *\n",
+        "utils/train_utils.py": scaled,
+        "engine/__init__.py": "from engine.training_engine import Trainer\n",
+        "engine/training_engine.py": trainer,
+    }
+    found = check_in_project(tmp_path / "bad", files, "train.py", where=True)
+    assert found == {(10, "DDL119"), (12, "DDL119")}
+    synced = {
+        **files,
+        "utils/train_utils.py": scaled.replace(
+            "        loss_scaler(", "        with model.no_sync():\n            loss_scaler("
+        ),
+        "engine/training_engine.py": trainer.replace(
+            "self.model(x)", "self.model.no_sync() and self.model(x)"
+        ),
+    }
+    assert check_in_project(tmp_path / "good", synced, "train.py") == []

@@ -2937,14 +2937,15 @@ def no_grad(node):
 
 
 def is_step(node):
-    """An optimizer step: `optimizer.step()`, `self.optim.step()`, `scaler.step(optimizer)`."""
+    """An optimizer step: `optimizer.step()`, `self.optim.step()`, `scaler.step(optimizer)`,
+    `scaler.step(optimizer=self.optimizer)` (ml-cvnets')."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "step"
         and any(
             re.search(r"optim|(^|[._])opt($|[._\d])", ast.unparse(n).lower())
-            for n in [node.func.value, *node.args]
+            for n in [node.func.value, *node.args, *(k.value for k in node.keywords)]
         )
     )
 
@@ -3084,6 +3085,15 @@ class AccumulationWithoutNoSync(Rule):
     def visit_Call(self, node):
         update = keyword(node, "update_grad")
         if update is not None and counts_micro_batches(update):
+            self.add(node)
+        elif isinstance(update, ast.Name) and any(
+            # `apply_update = (i + 1) % accum_iter == 0` first, then `update_grad=apply_update`
+            # (flow_matching's train_loop)
+            isinstance(n, ast.Assign)
+            and any(dotted(t) == update.id for t in n.targets)
+            and counts_micro_batches(n.value)
+            for n in ast.walk(self.function_of(node) or self.m.tree)
+        ):
             self.add(node)
 
     def visit_For(self, node):
@@ -4775,14 +4785,25 @@ class Project:
     def reexports(module_path):
         """Names a module imports from its own package's modules (`from .utils.train import Trainer` in an
         __init__.py): name -> (the module it comes from, its name there)."""
-        found = {}
+        found, starred = {}, {}
+        package = module_path.parent if module_path.name == "__init__.py" else None
         for node in Project.tree(module_path).body:
-            if isinstance(node, ast.ImportFrom) and node.level:
-                source = Project.resolve(module_path, node.module or "", node.level)
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = Project.resolve(module_path, node.module or "", node.level)
+            # a package's __init__.py may name its own modules absolutely (ml-cvnets' `from
+            # engine.training_engine import Trainer` in engine/__init__.py)
+            if node.level or source is not None and package in source.parents:
                 for alias in node.names:
                     if source is not None and alias.name != "*":
                         found[alias.asname or alias.name] = (source, alias.name)
-        return found
+                    elif source is not None and source != module_path:
+                        # `from .train_utils import *` (nanoT5's utils/__init__.py): its public functions
+                        # and classes, where no name imported by name shadows them
+                        for name in Project.spans(source):
+                            if not name.startswith("_"):
+                                starred.setdefault(name, (source, name))
+        return {**starred, **found}
 
     @staticmethod
     def origin(module_path, name, hops=3):
