@@ -376,6 +376,16 @@ CASES = {
         "def evaluate(x):\n    dist.all_reduce(x, group=group)\n"
         "for step in range(100):\n    evaluate(x)\ndist.destroy_process_group()\n",
     ),
+    "DDL148": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+        "model, optimizer = accelerator.prepare(model, optimizer)\nfor x, y in loader:\n"
+        "    accelerator.backward(loss_fn(model(x), y))\n    optimizer.step()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\nfor x, y in loader:\n"
+        "    accelerator.backward(loss_fn(model(x), y))\n    optimizer.step()\n",
+    ),
 }
 
 

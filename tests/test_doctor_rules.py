@@ -2195,3 +2195,48 @@ def test_accumulation_a_package_runs_for_its_caller(tmp_path):
         ),
     }
     assert check_in_project(tmp_path / "good", synced, "train.py") == []
+
+
+def test_a_training_loader_accelerate_never_shards(tmp_path):
+    """DDL148, from corpora 14 and 16 (seen): x-flux prepares `deepcopy(train_dataloader)` into `_` and trains
+    on the original; seed-vc trains on a project builder's loader that it never prepares. A hook for a
+    subclass (trlx's `create_train_dataloader`, body `pass`) and a loader built with its own sampler are not
+    reported."""
+    loop = (
+        "for x in train_loader:\n    accelerator.backward(model(x).sum())\n    optimizer.step()\n"
+    )
+    cases = [
+        (
+            "model, optimizer, _ = accelerator.prepare(model, optimizer, deepcopy(train_loader))\n",
+            1,
+        ),
+        ("model, optimizer, loader = accelerator.prepare(model, optimizer, train_loader)\n", 1),
+        (
+            "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n",
+            0,
+        ),
+        ("train_loader = accelerator.prepare(train_loader)\n", 0),
+    ]
+    for prepare, expected in cases:
+        script = (
+            ACCELERATE_HEAD
+            + "train_loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+            + prepare
+            + loop
+        )
+        found = [f.code for f in doctor.check_source(script)]
+        assert found.count("DDL148") == expected, (prepare, found)
+    sampled = ACCELERATE_HEAD + "train_loader = DataLoader(ds, sampler=s)\n" + loop
+    assert "DDL148" not in [f.code for f in doctor.check_source(sampled)]
+    helper = "def build_loader(ds):\n    return DataLoader(ds, batch_size=8, shuffle=True)\n"
+    main = (
+        ACCELERATE_HEAD + "from data import build_loader\ntrain_loader = build_loader(ds)\n" + loop
+    )
+    files = {"train.py": main, "data.py": "from torch.utils.data import DataLoader\n" + helper}
+    assert "DDL148" in check_in_project(tmp_path / "bad", files, "train.py")
+    hook = (
+        ACCELERATE_HEAD + "class Trainer:\n    def create_train_dataloader(self):\n        pass\n"
+        "    def learn(self):\n        train_loader = self.create_train_dataloader()\n"
+        "        for x in train_loader:\n            accelerator.backward(model(x).sum())\n"
+    )
+    assert "DDL148" not in [f.code for f in doctor.check_source(hook)]

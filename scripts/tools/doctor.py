@@ -301,6 +301,16 @@ RULES = {
         "adds one more each time, none freed for the life of the run, and a rank that skips one call makes "
         "every later group hang.",
     ),
+    "DDL148": (
+        "a training DataLoader never given to accelerator.prepare",
+        "prepare it with the model and optimizer: model, optimizer, loader = accelerator.prepare(model, "
+        "optimizer, loader), and iterate what prepare returns",
+        "a-accelerator-prepare-and-backward",
+        "Under `accelerate launch`, prepare() is what shards a DataLoader: one that is never prepared (or whose "
+        "prepared copy is thrown away) hands every process the whole dataset in its own order, so an epoch is "
+        "N epochs' worth of samples, every rank steps on the same data, and the step count assumed for the "
+        "schedule is N times too small.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -4327,6 +4337,101 @@ class WrappedThenPrepared(CallRule):
             self.add(call, fixable=False)
 
 
+class UnpreparedTrainingLoader(Rule):
+    """DDL148: under Accelerate, a loop that trains (a backward or a step, here or in a method of this module it
+    calls) over a DataLoader that this module builds (`DataLoader(...)` with no sampler, or a project's
+    `build_*loader(...)` that builds no sampler) and never hands to `prepare`, or whose prepared copy it binds
+    to another name (seed-vc's train_v2.py, corpus 16; `model, optimizer, _ = accelerator.prepare(model,
+    optimizer, loader)`, corpus 14). Quiet where the module shards by hand (a DistributedSampler,
+    process_index, split_dataset_by_node)."""
+
+    code = "DDL148"
+    BUILDER = re.compile(r"loader$", re.I)  # build_dataloader, get_loader, loader
+
+    def begin(self):
+        words = self.m.words | set(self.m.calls)
+        return self.m.uses_accelerate and not words & {
+            "DistributedSampler",
+            "process_index",
+            "local_process_index",
+            "split_dataset_by_node",
+            "split_between_processes",
+            "skip_first_batches",
+        }
+
+    def end(self):
+        built = {}
+        for n in self.m.nodes:
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call):
+                name, called = dotted(n.targets[0]), last(dotted(n.value.func))
+                if not name or keyword(n.value, "sampler") or keyword(n.value, "batch_sampler"):
+                    continue
+                if called == "DataLoader" or (
+                    self.BUILDER.search(called) and self.builds_a_plain_loader(n.value.func)
+                ):
+                    built.setdefault(name, n)
+        prepared = self.prepared()
+        trainers = {
+            f.name
+            for f in self.m.nodes
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and trains(f.body)
+        }
+        for loop in self.m.nodes:
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            iterated = {
+                dotted(n) for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))
+            }
+            loaders = [name for name in iterated if name in built and name not in prepared]
+            called = {last(dotted(c.func)) for c in ast.walk(loop) if isinstance(c, ast.Call)}
+            if loaders and (trains(loop.body) or called & trainers):
+                self.add(loop, fixable=False)
+
+    def builds_a_plain_loader(self, func):
+        """Whether `build_ft_dataloader(...)` (a function of the project) or `self.create_train_dataloader()`
+        (a method of this module) builds a DataLoader, with no sampler and no prepare: not a hook left for a
+        subclass (trlx's `create_train_dataloader`, whose body is `pass`)."""
+        target = self.m.project.defined.get(dotted(func))
+        if target is not None:
+            text = Project.source_of(*target)
+        else:
+            methods = [
+                f
+                for f in self.m.nodes
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and isinstance(func, ast.Attribute)
+                and dotted(func.value) == "self"
+                and f.name == func.attr
+            ]
+            text = "\n".join(ast.unparse(f) for f in methods)
+        return "DataLoader(" in text and not re.search(r"Sampler|sampler=|prepare", text)
+
+    def prepared(self):
+        """The names a `prepare(...)` call binds its result to, each where it is also the argument in that
+        position (`loader = accelerator.prepare(loader)`); a name handed to prepare in any other shape (in a
+        list, starred, its result not bound) counts as prepared too, but not one whose prepared copy goes to
+        `_` or another name."""
+        names = set()
+        for n in self.m.nodes:
+            if not (
+                isinstance(n, ast.Call)
+                and last(dotted(n.func)) in ("prepare", "prepare_data_loader")
+            ):
+                continue
+            args = [dotted(a) for a in n.args]
+            parent = self.m.parent.get(n)
+            targets = None
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+                target = parent.targets[0]
+                elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                if len(elts) == len(args) and not any(isinstance(e, ast.Starred) for e in elts):
+                    targets = [dotted(e) for e in elts]
+            for i, arg in enumerate(args):
+                if targets is None or targets[i] == arg:
+                    names.add(arg)
+        return names
+
+
 class DistributedByGpuCount(Rule):
     """DDL146: `if torch.cuda.device_count() > 1:` (or a name made from it, `nranks = device_count()`) around
     init_process_group or the DDP wrap (RepVGG's main.py, corpus 15; VoiceprintRecognition's trainer, corpus
@@ -4565,6 +4670,7 @@ RULE_CLASSES = [
     WrappedThenPrepared,
     DistributedByGpuCount,
     GroupPerCall,
+    UnpreparedTrainingLoader,
 ]
 
 
