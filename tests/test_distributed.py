@@ -378,6 +378,7 @@ def _bn_worker(rank, world, port, out, frozen):
     """your-script.md item 19's proof run: an MLP with BatchNorm, SGD momentum, DistributedSampler order;
     BatchNorm frozen (eval mode while training) when `frozen`."""
     import torch.distributed as dist
+    import torch.distributed.nn  # noqa: F401  (before the group: your-script.md step 2's abort at exit)
     from torch import nn
 
     dist.init_process_group(
@@ -400,6 +401,7 @@ def _bn_worker(rank, world, port, out, frozen):
         optimizer.step()
     if rank == 0:
         torch.save(model.module.state_dict(), out)
+    del model  # the reducer holds the group (your-script.md step 2)
     dist.destroy_process_group()
 
 

@@ -189,7 +189,16 @@ class Bench:
         for attempt in (1, 2):
             Path(result).unlink(missing_ok=True)
             try:
-                mp.spawn(worker, args=(2, process.free_port(), *args, str(result)), nprocs=2)
+                context = mp.spawn(
+                    worker, args=(2, process.free_port(), *args, str(result)), nprocs=2, join=False
+                )
+                # a hang costs minutes, not the run's limit, as _run's launches (mp.spawn has no timeout)
+                deadline = time.monotonic() + (150 if self.quick else 600)
+                while not context.join(timeout=5):
+                    if time.monotonic() > deadline:
+                        for worker_process in context.processes:
+                            worker_process.kill()
+                        raise TimeoutError(f"no result after {150 if self.quick else 600} s")
                 return json.loads(Path(result).read_text())
             except (ProcessException, OSError, ValueError) as e:
                 why = str(e).strip().splitlines()[-1][:400] if str(e).strip() else type(e).__name__
