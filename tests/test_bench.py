@@ -149,7 +149,7 @@ def _abort_once(rank, world_size, port, marker, result_path):
 @pytest.mark.launch
 def test_a_spawned_section_that_aborts_once_is_run_again_and_the_failure_kept(tmp_path):
     b = bench.Bench.__new__(bench.Bench)
-    b.failures = []
+    b.failures, b.quick = [], True  # quick: a hung worker is killed after 150 s
     result = b.spawn("abort-once", _abort_once, (str(tmp_path / "marker"),), tmp_path / "r.json")
     assert positive(result["port"])
     assert (
@@ -167,11 +167,30 @@ def _always_raise(rank, world_size, port, result_path):
 @pytest.mark.launch
 def test_a_spawned_section_that_fails_twice_fails_with_one_line(tmp_path):
     b = bench.Bench.__new__(bench.Bench)
-    b.failures = []
+    b.failures, b.quick = [], True  # quick: a hung worker is killed after 150 s
     try:
         b.spawn("broken", _always_raise, (), tmp_path / "r.json")
     except RuntimeError as e:
         assert "broken failed twice" in str(e) and "worker broke" in str(e)
     else:
         raise AssertionError("a worker that always fails passed")
+    assert [f["attempt"] for f in b.failures] == [1, 2]
+
+
+def _hang(rank, world_size, port, result_path):
+    import time
+
+    time.sleep(600)
+
+
+@pytest.mark.launch
+def test_a_spawned_section_that_hangs_is_killed_at_its_limit(tmp_path):
+    b = bench.Bench.__new__(bench.Bench)
+    b.failures, b.quick = [], True
+    try:
+        b.spawn("hung", _hang, (), tmp_path / "r.json", limit=3)
+    except RuntimeError as e:
+        assert "hung failed twice" in str(e) and "no result after 3 s" in str(e)
+    else:
+        raise AssertionError("a worker that never ends passed")
     assert [f["attempt"] for f in b.failures] == [1, 2]

@@ -176,7 +176,7 @@ class Bench:
         self.done[key] = result
         return result
 
-    def spawn(self, name, worker, args, result):
+    def spawn(self, name, worker, args, result, limit=None):
         """mp.spawn `worker` on 2 processes (a fresh port each time) and read the JSON it leaves at `result`, with
         launch()'s policy: a failure is kept in `launch_failures` and run once more; a second one fails the section.
         Measured: the accumulation worker's rank 1 aborts at about 1 run in 40 on a 2-core VM ("terminate called
@@ -193,12 +193,13 @@ class Bench:
                     worker, args=(2, process.free_port(), *args, str(result)), nprocs=2, join=False
                 )
                 # a hang costs minutes, not the run's limit, as _run's launches (mp.spawn has no timeout)
-                deadline = time.monotonic() + (150 if self.quick else 600)
-                while not context.join(timeout=5):
+                limit = limit or (150 if self.quick else 600)
+                deadline = time.monotonic() + limit
+                while not context.join(timeout=1):
                     if time.monotonic() > deadline:
                         for worker_process in context.processes:
                             worker_process.kill()
-                        raise TimeoutError(f"no result after {150 if self.quick else 600} s")
+                        raise TimeoutError(f"no result after {limit} s")
                 return json.loads(Path(result).read_text())
             except (ProcessException, OSError, ValueError) as e:
                 why = str(e).strip().splitlines()[-1][:400] if str(e).strip() else type(e).__name__
