@@ -376,6 +376,16 @@ CASES = {
         "def evaluate(x):\n    dist.all_reduce(x, group=group)\n"
         "for step in range(100):\n    evaluate(x)\ndist.destroy_process_group()\n",
     ),
+    "DDL149": (
+        "import random\nimport torch\nimport torch.multiprocessing as mp\n"
+        "def worker(rank, args):\n    train(rank, args)\n"
+        "def main(args):\n    random.seed(args.seed)\n    torch.manual_seed(args.seed)\n"
+        "    mp.spawn(worker, args=(args,), nprocs=2)\n",
+        "import random\nimport torch\nimport torch.multiprocessing as mp\n"
+        "def worker(rank, args):\n    random.seed(args.seed)\n    torch.manual_seed(args.seed)\n"
+        "    train(rank, args)\n"
+        "def main(args):\n    mp.spawn(worker, args=(args,), nprocs=2)\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

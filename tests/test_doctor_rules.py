@@ -2240,3 +2240,104 @@ def test_a_training_loader_accelerate_never_shards(tmp_path):
         "        for x in train_loader:\n            accelerator.backward(model(x).sum())\n"
     )
     assert "DDL148" not in [f.code for f in doctor.check_source(hook)]
+
+
+def test_what_corpus_17_taught_each_on_a_bad_and_a_good_script(tmp_path):
+    """Corpus 17 (seen): training statistics gathered under no_grad for the log are no evaluation (DDL118:
+    14 false findings in one PPO script); `args.local_rank == -1 or get_rank() == 0` is rank 0 (DDL107); the
+    run's settings dumped by every rank are the same bytes (DDL107); an attribute set on the wrapper is read
+    back from it (DDL125); seeds set in mp.spawn's parent reach no worker (DDL149)."""
+    stats = (
+        ACCELERATE_HEAD + "for batch in loader:\n    accelerator.backward(model(batch).sum())\n"
+        "    with torch.no_grad():\n{body}"
+    )
+    logged = "        writer.add_scalar('kl', accelerator.gather(kl.mean()).mean().item(), step)\n"
+    looped = "        for x in loader:\n            p = accelerator.gather(model(x))\n"
+    assert "DDL118" not in [f.code for f in doctor.check_source(stats.format(body=logged))]
+    assert "DDL118" in [f.code for f in doctor.check_source(stats.format(body=looped))]
+    guarded = (
+        DDP_HEAD + "from torch.distributed import get_rank\nmodel = DDP(net)\n"
+        "if {test}:\n    torch.save(model.module.state_dict(), 'm.pt')\n" + DDP_TAIL
+    )
+    assert [
+        f.code
+        for f in doctor.check_source(
+            guarded.format(test="args.local_rank == -1 or get_rank() == 0")
+        )
+    ] == []
+    assert [
+        f.code for f in doctor.check_source(guarded.format(test="args.fp16 or get_rank() == 0"))
+    ] == ["DDL107"]
+    dumped = (
+        DDP_HEAD
+        + "import yaml\nwith open(out / 'x.yaml', 'w') as f:\n    yaml.dump({}, f)\n"
+        + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(dumped.format("hyp"))] == []
+    assert [f.code for f in doctor.check_source(dumped.format("results"))] == ["DDL107"]
+    stored = DDP_HEAD + "model = DDP(net)\n{}w = model.class_weights\n" + DDP_TAIL
+    assert [f.code for f in doctor.check_source(stored.format(""))] == ["DDL125"]
+    assert [f.code for f in doctor.check_source(stored.format("model.class_weights = cw\n"))] == []
+    spawned = (
+        "import torch\nimport torch.multiprocessing as mp\n{module}def worker(rank, args):\n{seeded}"
+        "    train(rank, args)\nif __name__ == '__main__':\n{main}    mp.spawn(worker, args=(args,), nprocs=2)\n"
+    )
+    seed = "torch.manual_seed(0)\n"
+    cases = [
+        ("", "", "    " + seed, ["DDL149"]),  # the parent's seed
+        ("", "    " + seed, "    " + seed, []),  # the worker seeds too
+        (seed, "", "", []),  # at module level: each worker runs it again on import
+    ]
+    for module, seeded, main, expected in cases:
+        script = spawned.format(module=module, seeded=seeded, main=main)
+        assert [f.code for f in doctor.check_source(script)] == expected, script
+
+
+def test_what_corpus_17_taught_about_the_projects_own_classes_and_pages(tmp_path):
+    """Corpus 17 (seen): a project's own DistributedDataParallel whose state_dict is the module's (DDL106,
+    sentiment-discovery); DETR's coco_eval.py, whose merge keeps unique image ids, two imports away (DDL127,
+    ED-Pose); a global rank as the device in a repository whose pages launch on one machine only (DDL117,
+    DEIM)."""
+    own = (
+        "class DistributedDataParallel:\n    def state_dict(self, prefix=''):\n"
+        "        return self.module.state_dict(prefix=prefix)\n"
+    )
+    main = (
+        DDP_HEAD.replace("from torch.nn.parallel import DistributedDataParallel as DDP\n", "")
+        + "from model import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "if dist.get_rank() == 0:\n    torch.save(model.state_dict(), 'm.pt')\n" + DDP_TAIL
+    )
+    found = check_in_project(tmp_path / "own", {"train.py": main, "model.py": own}, "train.py")
+    assert "DDL106" not in found
+    found = check_in_project(
+        tmp_path / "torch",
+        {"train.py": main, "model.py": own.replace("self.module.", "super().")},
+        "train.py",
+    )
+    assert "DDL106" in found
+    evaluated = (
+        DDP_HEAD
+        + "from engine import evaluate\nval_sampler = DistributedSampler(dataset_val, shuffle=False)\n"
+        "stats = evaluate(model, val_sampler)\n" + DDP_TAIL
+    )
+    engine = "import torch.distributed as dist\nfrom datasets.coco_eval import CocoEvaluator\n"
+    merge = (
+        "import numpy as np\nimport torch.distributed as dist\ndef merge(img_ids):\n"
+        "    dist.all_gather_object(all_ids, img_ids)\n    return np.unique(all_ids, return_index=True)\n"
+    )
+    files = {
+        "main.py": evaluated,
+        "engine.py": engine + "def evaluate(model, s):\n    dist.all_reduce(x)\n",
+        "datasets/coco_eval.py": merge,
+    }
+    assert "DDL127" not in check_in_project(tmp_path / "dedup", files, "main.py")
+    plain = {
+        **files,
+        "datasets/coco_eval.py": merge.replace("np.unique(all_ids, return_index=True)", "all_ids"),
+    }
+    assert "DDL127" in check_in_project(tmp_path / "repeats", plain, "main.py")
+    device = DDP_HEAD + "rank = dist.get_rank()\ntorch.cuda.set_device(rank)\n" + DDP_TAIL
+    one = {"train.py": device, "README.md": "torchrun --nproc_per_node=4 train.py\n"}
+    assert "DDL117" not in check_in_project(tmp_path / "one", one, "train.py")
+    two = {**one, "README.md": "torchrun --nnodes=2 --node_rank=$R --nproc_per_node=4 train.py\n"}
+    assert "DDL117" in check_in_project(tmp_path / "two", two, "train.py")
