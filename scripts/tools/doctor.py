@@ -4542,7 +4542,7 @@ class SeedBeforeSpawn(Rule):
         ]
         worker = self.worker_text(node.args[0])
         if seeds and worker is not None and not self.SEEDS.search(worker):
-            self.add(seeds[0], fixable=False)
+            self.add(min(seeds, key=lambda n: (n.lineno, n.col_offset)), fixable=False)  # the first
 
     def main_block(self, node):
         for parent in self.m.parents_of(node):
