@@ -2341,3 +2341,21 @@ def test_what_corpus_17_taught_about_the_projects_own_classes_and_pages(tmp_path
     assert "DDL117" not in check_in_project(tmp_path / "one", one, "train.py")
     two = {**one, "README.md": "torchrun --nnodes=2 --node_rank=$R --nproc_per_node=4 train.py\n"}
     assert "DDL117" in check_in_project(tmp_path / "two", two, "train.py")
+
+
+def test_a_flag_made_from_a_rank_flag_and_a_branch_after_an_assert_of_one_process():
+    """Corpus 17 (seen): AdaBins' `should_write = not args.distributed or args.rank == 0`, then `should_log =
+    should_write and logging` guarding wandb.init (DDL128); yolor's `--evolve` branch, which begins with
+    `assert opt.local_rank == -1` and then writes its results file (DDL107)."""
+    chained = (
+        DDP_HEAD + "import wandb\nshould_write = not args.distributed or args.rank == 0\n"
+        "should_log = {flag}\nif should_log:\n    wandb.init(project='p')\n" + DDP_TAIL
+    )
+    assert [
+        f.code for f in doctor.check_source(chained.format(flag="should_write and logging"))
+    ] == []
+    assert [f.code for f in doctor.check_source(chained.format(flag="args.logging"))] == ["DDL128"]
+    evolve = DDP_HEAD + "if opt.evolve:\n{check}    torch.save(results, 'evolve.pt')\n" + DDP_TAIL
+    asserted = "    assert opt.local_rank == -1, 'DDP mode not implemented for --evolve'\n"
+    assert [f.code for f in doctor.check_source(evolve.format(check=asserted))] == []
+    assert [f.code for f in doctor.check_source(evolve.format(check=""))] == ["DDL107"]

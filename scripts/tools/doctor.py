@@ -1270,6 +1270,10 @@ class Checker:
         that only such code calls."""
         child = node
         for parent in self.parents_of(node):
+            if isinstance(child, ast.stmt) and any(
+                map(asserts_one_process, siblings(self, child)[0])
+            ):
+                return True  # after `assert opt.local_rank == -1, 'DDP mode not implemented for --evolve'`
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if any(
                     refuses_distributed(s) and s.lineno < node.lineno
@@ -1322,13 +1326,27 @@ class Checker:
                 return bool(re.match(r"is_|should_", last(dotted(value.func))))
             return isinstance(value, ast.Attribute) and value.attr.startswith("is_")
 
-        return {
+        flags = {
             dotted(t)
             for n in self.nodes
             if isinstance(n, ast.Assign) and a_test(n.value) and mentions_rank(n.value)
             for t in n.targets
             if dotted(t) and not re.search(r"rank|main|master", dotted(t), re.I)
         } | set(flags_set_under_rank_checks(self.nodes, self.parent))
+        for _ in range(
+            2
+        ):  # `should_log = should_write and logging` (AdaBins, corpus 17): one link a pass
+            flags |= {
+                dotted(t)
+                for n in self.nodes
+                if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.BoolOp)
+                and isinstance(n.value.op, ast.And)
+                and any(dotted(v) in flags for v in n.value.values)
+                for t in n.targets
+                if dotted(t)
+            }
+        return flags
 
     def picks_ranks(self, test):
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
@@ -1383,6 +1401,12 @@ class Checker:
 # Every rule is one class, the way TorchFix writes its visitors: `Rule.run` visits the module with the facts
 # the Checker gathered (its parent map, call sites, wrapped names) and reports its one code. RULE_CLASSES, at
 # the end, is the registry.
+def asserts_one_process(statement):
+    """`assert opt.local_rank == -1, '...'`, `assert not args.distributed`: what follows it in its block runs in a
+    one-process run only (yolor's --evolve branch, corpus 17, seen)."""
+    return isinstance(statement, ast.Assert) and not_distributed(statement.test)
+
+
 def refuses_distributed(statement):
     """`if args.distributed: raise NotImplementedError()`: what follows never runs distributed."""
     return (
