@@ -376,6 +376,17 @@ CASES = {
         "def evaluate(x):\n    dist.all_reduce(x, group=group)\n"
         "for step in range(100):\n    evaluate(x)\ndist.destroy_process_group()\n",
     ),
+    "DDL150": (
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel\n"
+        "def main(rank, world_size):\n    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n"
+        "    model = DistributedDataParallel(Net().cuda(), device_ids=[rank])\n"
+        "    dist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel\n"
+        "def main(rank, world_size):\n    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n"
+        "    torch.cuda.set_device(rank)\n"
+        "    model = DistributedDataParallel(Net().cuda(), device_ids=[rank])\n"
+        "    dist.destroy_process_group()\n",
+    ),
     "DDL149": (
         "import random\nimport torch\nimport torch.multiprocessing as mp\n"
         "def worker(rank, args):\n    train(rank, args)\n"

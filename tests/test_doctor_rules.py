@@ -2359,3 +2359,56 @@ def test_a_flag_made_from_a_rank_flag_and_a_branch_after_an_assert_of_one_proces
     asserted = "    assert opt.local_rank == -1, 'DDP mode not implemented for --evolve'\n"
     assert [f.code for f in doctor.check_source(evolve.format(check=asserted))] == []
     assert [f.code for f in doctor.check_source(evolve.format(check=""))] == ["DDL107"]
+
+
+def test_the_default_gpu_in_a_script_that_never_sets_its_device(tmp_path):
+    """DDL150, from corpus 17 (seen): CMGAN's spawned ranks build their models with `.cuda()` and no
+    set_device, AudioClassification-Pytorch's `torch.device("cuda")`; not where a project helper the script
+    calls sets the device, nor in a trainer module whose caller joins the group, nor where
+    CUDA_VISIBLE_DEVICES is "-1" for a CPU run only."""
+    script = (
+        DDP_HEAD + "from utils import init_dist\n{setup}{hide}device = torch.device('cuda')\n"
+        "model = DDP(Net().to(device), device_ids=[local_rank])\n" + DDP_TAIL
+    )
+    helper = "import torch\ndef init_dist(rank):\n    {body}\n"
+    cases = [
+        ("", "", "pass", ["DDL150"]),
+        ("init_dist(local_rank)\n", "", "torch.cuda.set_device(rank)", []),
+        ("", "os.environ['CUDA_VISIBLE_DEVICES'] = '-1'\n", "pass", ["DDL150"]),
+        ("", "os.environ['CUDA_VISIBLE_DEVICES'] = str(local_rank)\n", "pass", []),
+    ]
+    for i, (setup, hide, body, expected) in enumerate(cases):
+        files = {
+            "train.py": script.format(setup=setup, hide=hide),
+            "utils.py": helper.format(body=body),
+        }
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert [c for c in found if c == "DDL150"] == expected, (setup, hide, body, found)
+    trainer = "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n" + (
+        "def fit(net):\n    model = DDP(net.cuda())\n"
+    )
+    assert "DDL150" not in [f.code for f in doctor.check_source(trainer)]
+
+
+def test_a_sampler_built_in_a_helper_that_returns_the_train_and_test_loaders(tmp_path):
+    """DDL105, from corpus 17 (seen): CMGAN's `train_ds, test_ds = dataloader.load_data(...)`, whose helper
+    builds a shuffling DistributedSampler for each, handed to a Trainer that keeps it as `self.train_ds` and
+    loops over it without set_epoch; the good shape calls `self.train_ds.sampler.set_epoch(epoch)`."""
+    data = (
+        "from torch.utils.data import DataLoader, DistributedSampler\ndef load_data(root, batch_size):\n"
+        "    train = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=batch_size)\n"
+        "    test = DataLoader(ts, sampler=DistributedSampler(ts), batch_size=batch_size)\n"
+        "    return train, test\n"
+    )
+    main = (
+        DDP_HEAD
+        + "from data import dataloader\nclass Trainer:\n    def __init__(self, train_ds):\n"
+        "        self.train_ds = train_ds\n    def train(self):\n        for epoch in range(9):\n"
+        "{epoch}            for batch in self.train_ds:\n                step(batch)\n"
+        "train_ds, test_ds = dataloader.load_data(root, 8)\nTrainer(train_ds).train()\n" + DDP_TAIL
+    )
+    files = {"train.py": main.format(epoch=""), "data/dataloader.py": data, "data/__init__.py": ""}
+    assert "DDL105" in check_in_project(tmp_path / "bad", files, "train.py")
+    epoch = "            self.train_ds.sampler.set_epoch(epoch)\n"
+    files["train.py"] = main.format(epoch=epoch)
+    assert "DDL105" not in check_in_project(tmp_path / "good", files, "train.py")

@@ -321,6 +321,17 @@ RULES = {
         "spawn are not inherited, so a run given --seed is neither seeded nor deterministic, unlike the same "
         "script run as one process.",
     ),
+    "DDL150": (
+        'a model or tensor put on the default GPU (.cuda(), "cuda") in a DDP script that never calls '
+        "torch.cuda.set_device",
+        "call torch.cuda.set_device(local_rank) before the first CUDA call, or give every .cuda()/.to() its "
+        "index: .cuda(local_rank), torch.device('cuda', local_rank)",
+        "5-wrap-the-model-in-ddp",
+        "Every process of a run starts with cuda:0 as its current device: `.cuda()` with no index and "
+        "`torch.device('cuda')` mean GPU 0 on every rank unless `torch.cuda.set_device` moved it. The "
+        "replicas then share one GPU (out of memory, or DDP refusing a module on another device than its "
+        "device_ids), and each process opens a CUDA context on GPU 0 besides its own.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1715,7 +1726,16 @@ class SamplerWithoutSetEpoch(CallRule):
                 continue
             name = dotted(node.func)
             where = m.project.train_sampler_helpers.get(name)
-            if where is None and name in m.project.sampler_helpers and asks_train(node):
+            parent = m.parent.get(node)
+            named = [  # `train_ds, test_ds = dataloader.load_data(...)` (CMGAN, corpus 17, seen)
+                dotted(e)
+                for t in (parent.targets if isinstance(parent, ast.Assign) else [])
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+            ]
+            train = asks_train(node) or any(
+                re.match(r"train", n.rsplit(".", 1)[-1], re.I) for n in named
+            )
+            if where is None and name in m.project.sampler_helpers and train:
                 target = m.project.defined.get(name)
                 where = (target[0], Project.spans(target[0])[target[1]][0]) if target else None
             if where is None:
@@ -1746,11 +1766,14 @@ class SamplerWithoutSetEpoch(CallRule):
                 for k in node.keywords
             ):
                 continue  # the eval split's loader, or a sampler asked not to shuffle
+            kept = {
+                f"self.{last(b)}" for b in bound
+            }  # handed to a trainer that keeps it by its name
             inside = [
                 n
                 for loop in loops
                 for n in ast.walk(loop)
-                if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in bound
+                if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in {*bound, *kept}
             ]
             if not inside or "set_epoch" in Project.text(where[0]):
                 continue
@@ -4594,6 +4617,71 @@ class SeedBeforeSpawn(Rule):
         )
 
 
+class NoSetDevice(Rule):
+    """DDL150: `.cuda()` with no index, `.to("cuda")` or `torch.device("cuda")` in a module that wraps its model
+    in DDP itself and never calls `torch.cuda.set_device` (nor does a project function it calls, nor does it set
+    CUDA_VISIBLE_DEVICES): CMGAN's spawned ranks all building their models on GPU 0,
+    AudioClassification-Pytorch's `torch.device("cuda")` (corpus 17, seen). Not under Accelerate, DeepSpeed or
+    a device a launcher's setup picks."""
+
+    code = "DDL150"
+
+    def begin(self):
+        names, words = set(self.m.calls), self.m.words
+        # the process's own script: it joins the group (or spawns the ranks) and wraps; a trainer module whose
+        # caller joins may be handed a device set there (PoinTr's runner, Time-Series-Library's exp_*)
+        if not (
+            self.m.distributed
+            and names & {"DistributedDataParallel", "DDP"}
+            and names & {"init_process_group", "spawn"}
+        ):
+            return False
+        visible = any(  # a GPU chosen by CUDA_VISIBLE_DEVICES; not "-1", which hides them all for a CPU run
+            isinstance(n, ast.Assign)
+            and "CUDA_VISIBLE_DEVICES" in ast.unparse(n.targets[0])
+            and not (isinstance(n.value, ast.Constant) and n.value.value in ("-1", ""))
+            for n in self.m.nodes
+        )
+        if self.m.uses_accelerate or "set_device" in names | words or visible:
+            return False
+        if any("deepspeed" in w.lower() for w in names | words):
+            return False
+        for calls in self.m.calls.values():
+            for call in calls:
+                target = self.m.project.defined.get(dotted(call.func))
+                if target is not None and "set_device" in Project.source_of(*target):
+                    return False  # a project's init_distributed_mode that sets it
+        self.first = None
+        return True
+
+    def visit_Call(self, node):
+        func, args = node.func, [*node.args, *(k.value for k in node.keywords)]
+        default = (
+            isinstance(func, ast.Attribute)
+            and func.attr == "cuda"
+            and not args
+            or isinstance(func, ast.Attribute)
+            and func.attr == "to"
+            and any(isinstance(a, ast.Constant) and a.value == "cuda" for a in args)
+            or last(dotted(func)) == "device"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "cuda"
+            and not node.keywords
+        )
+        if (
+            default
+            and self.first is None
+            and not self.m.never_distributed(node)
+            and not self.in_test(node)
+        ):
+            self.first = node
+
+    def end(self):
+        if self.first is not None:
+            self.add(self.first, fixable=False)
+
+
 class DistributedByGpuCount(Rule):
     """DDL146: `if torch.cuda.device_count() > 1:` (or a name made from it, `nranks = device_count()`) around
     init_process_group or the DDP wrap (RepVGG's main.py, corpus 15; VoiceprintRecognition's trainer, corpus
@@ -4834,6 +4922,7 @@ RULE_CLASSES = [
     GroupPerCall,
     UnpreparedTrainingLoader,
     SeedBeforeSpawn,
+    NoSetDevice,
 ]
 
 
