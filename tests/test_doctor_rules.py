@@ -2412,3 +2412,30 @@ def test_a_sampler_built_in_a_helper_that_returns_the_train_and_test_loaders(tmp
     epoch = "            self.train_ds.sampler.set_epoch(epoch)\n"
     files["train.py"] = main.format(epoch=epoch)
     assert "DDL105" not in check_in_project(tmp_path / "good", files, "train.py")
+
+
+def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
+    """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
+    before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an
+    iterator restarted on StopIteration, nor an exception handled without leaving the pass."""
+    loop = (
+        DDP_HEAD + "model = DDP(net)\nfor step, batch in enumerate(loader):\n{body}"
+        "    loss = model(batch).sum()\n    loss.backward()\n    optimizer.step()\n" + DDP_TAIL
+    )
+    cases = [
+        (
+            "    try:\n        feats = encode(batch)\n    except Exception as e:\n        continue\n",
+            ["DDL134"],
+        ),
+        (
+            "    try:\n        feats = encode(batch)\n    except StopIteration:\n        continue\n",
+            [],
+        ),
+        (
+            "    try:\n        feats = encode(batch)\n    except Exception:\n        feats = None\n",
+            [],
+        ),
+        ("    batch, gotit = batch\n    if not all(gotit):\n        continue\n", ["DDL134"]),
+    ]
+    for body, expected in cases:
+        assert [f.code for f in doctor.check_source(loop.format(body=body))] == expected, body

@@ -2165,7 +2165,8 @@ class SkipOnLocalCondition(Rule):
                 if isinstance(n, ast.Assign)
                 and n.lineno < test.lineno
                 and any(isinstance(m, ast.Name) and m.id in data for m in ast.walk(n.value))
-                for t in n.targets
+                for target in n.targets
+                for t in ast.walk(target)  # `batch, gotit = batch` (co-tracker, corpus 16, seen)
                 if isinstance(t, ast.Name)
             }
         content = any(
@@ -2245,6 +2246,30 @@ class SkipOnLocalCondition(Rule):
             for s in statements
             for n in ast.walk(s)
         )
+
+    def visit_Try(self, node):
+        """`try: ... except Exception: continue` in a training loop: one process's failure (a corrupt sample,
+        a feature that raises, an out-of-memory batch) skips its forward and backward while the others run
+        theirs, and the all-reduces pair across steps (LatentSync's audio features, corpus 17; co-tracker's
+        failed sample, corpus 16: seen). Not `except StopIteration` (an iterator restarted)."""
+        loop = self.innermost_loop(node)
+        if loop is None or not self.trains_deep(loop.body):
+            return
+        for handler in node.handlers:
+            caught = ast.unparse(handler.type) if handler.type is not None else ""
+            if "StopIteration" in caught or "KeyboardInterrupt" in caught:
+                continue
+            skips = any(
+                isinstance(n, ast.Continue) and self.innermost_loop(n) is loop
+                for n in ast.walk(handler)
+            )
+            after, child = [], node  # what the rest of this pass of the loop runs
+            while child is not loop:
+                after += siblings(self.m, child)[1]
+                child = self.m.parent[child]
+            if skips and (self.trains_deep(node.body) or self.trains_deep(after)):
+                self.add(handler, fixable=False)
+                return
 
     def visit_If(self, node):
         leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break, ast.Return))]
