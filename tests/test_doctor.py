@@ -376,6 +376,15 @@ CASES = {
         "def evaluate(x):\n    dist.all_reduce(x, group=group)\n"
         "for step in range(100):\n    evaluate(x)\ndist.destroy_process_group()\n",
     ),
+    "DDL151": (
+        "import os\nimport torch.distributed as dist\nif 'WORLD_SIZE' in os.environ:\n"
+        "    dist.init_process_group('nccl')\nfor epoch in range(9):\n    train(epoch)\n    dist.barrier()\n"
+        "if dist.is_initialized():\n    dist.destroy_process_group()\n",
+        "import os\nimport torch.distributed as dist\nif 'WORLD_SIZE' in os.environ:\n"
+        "    dist.init_process_group('nccl')\nfor epoch in range(9):\n    train(epoch)\n"
+        "    if dist.is_initialized():\n        dist.barrier()\n"
+        "if dist.is_initialized():\n    dist.destroy_process_group()\n",
+    ),
     "DDL150": (
         "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel\n"
         "def main(rank, world_size):\n    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n"

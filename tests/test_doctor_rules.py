@@ -2439,3 +2439,33 @@ def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     ]
     for body, expected in cases:
         assert [f.code for f in doctor.check_source(loop.format(body=body))] == expected, body
+
+
+def test_a_collective_a_one_process_run_reaches(tmp_path):
+    """DDL151, from corpora 16 and 17 (seen): TransFG's and Oscar's reductions and recognize-anything's
+    barrier, with no check, in scripts that join the group only when launched (`if args.local_rank != -1:`,
+    or an init helper that returns before joining). Not where every path joins (`if not
+    dist.is_initialized():`), nor a function that returns early when not distributed."""
+    script = (
+        "import torch\nimport torch.distributed as dist\n{join}def reduce_mean(t):\n{early}"
+        "    dist.all_reduce(t)\n    return t / dist.get_world_size()\nprint(reduce_mean(loss))\n"
+        "dist.destroy_process_group()\n"
+    )
+    launched = "if args.local_rank != -1:\n    dist.init_process_group('nccl')\n"
+    always = "if not dist.is_initialized():\n    dist.init_process_group('nccl')\n"
+    early = "    if args.local_rank == -1:\n        return t\n"
+    cases = [(launched, "", ["DDL151"]), (always, "", []), (launched, early, [])]
+    for join, guard, expected in cases:
+        found = [f.code for f in doctor.check_source(script.format(join=join, early=guard))]
+        assert [c for c in found if c == "DDL151"] == expected, (join, guard, found)
+    helper = (
+        "import torch.distributed as dist\ndef init_distributed_mode(args):\n"
+        "    if 'RANK' not in os.environ:\n        print('Not using distributed mode')\n        return\n"
+        "    dist.init_process_group('nccl')\n"
+    )
+    main = (
+        "import torch.distributed as dist\nfrom utils import init_distributed_mode\n"
+        "init_distributed_mode(args)\nfor epoch in range(9):\n    train(epoch)\n    dist.barrier()\n"
+    )
+    files = {"train.py": main, "utils.py": helper}
+    assert "DDL151" in check_in_project(tmp_path, files, "train.py")

@@ -332,6 +332,16 @@ RULES = {
         "replicas then share one GPU (out of memory, or DDP refusing a module on another device than its "
         "device_ids), and each process opens a CUDA context on GPU 0 besides its own.",
     ),
+    "DDL151": (
+        "a collective called on every path of a script that also runs as one process",
+        "call it only when distributed (if dist.is_initialized(): ...), or join a group of one in the "
+        "one-process run",
+        "2-join-the-process-group",
+        "A script that joins the process group only when launched distributed (`if args.local_rank != -1:`, "
+        "an init helper that returns early) still calls `dist.barrier()` or `dist.all_reduce(...)` with no "
+        'such check: a plain `python train.py` run trains, then dies at that line with "Default process '
+        "group has not been initialized\" (at the first evaluation, or after the first epoch's save).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -4707,6 +4717,109 @@ class NoSetDevice(Rule):
             self.add(self.first, fixable=False)
 
 
+class CollectiveInOneProcessRun(Rule):
+    """DDL151: `dist.barrier()`, `dist.all_reduce(...)` (any collective of torch.distributed) outside every check
+    of whether the run is distributed, in a module that joins the group only on some paths: its
+    init_process_group under an `if`, or a project helper that returns before joining (`print('Not using
+    distributed mode'); return`). TransFG's and Oscar's unconditional reductions, recognize-anything's
+    barrier (corpora 16 and 17, seen). Once a file: the first such call."""
+
+    code = "DDL151"
+    COLLECTIVES = {
+        "barrier",
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "broadcast",
+        "broadcast_object_list",
+        "reduce",
+        "reduce_scatter",
+        "gather",
+        "scatter",
+    }
+
+    def begin(self):
+        self.first = None
+        joins = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
+        ]
+        # joined under a test of whether the run is distributed; not `if __name__ == ...`, nor
+        # `if not dist.is_initialized():`, which joins whenever it has not yet (tdfo's torchrec)
+        optional = any(
+            isinstance(p, ast.If)
+            and self.asks_distributed(p.test)
+            and "is_initialized" not in ast.unparse(p.test)
+            for j in joins
+            for p in self.m.parents_of(j)
+        )
+        for calls in self.m.calls.values():
+            for call in calls:
+                target = self.m.project.defined.get(dotted(call.func))
+                if target is not None and re.search(
+                    r"return\s*\n[\s\S]*init_process_group", Project.source_of(*target)
+                ):
+                    # DeiT's init_distributed_mode: "Not using distributed mode"; return
+                    optional = True
+        return optional and not self.m.uses_accelerate
+
+    def visit_Call(self, node):
+        name = dotted(node.func)
+        if self.first is not None or last(name) not in self.COLLECTIVES:
+            return
+        if not re.match(r"(torch\.)?dist(ributed)?\.", name):
+            return
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and self.asks_distributed(
+                parent.test
+            ):
+                return
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if self.guarded_function(parent):
+                    return
+                break
+        if not self.m.never_distributed(node) and not self.in_test(node):
+            self.first = node
+
+    def guarded_function(self, function):
+        """A function that leaves when not distributed (`if not dist.is_initialized(): return x`) before its
+        collectives, or whose every call in this module sits under a distributed check."""
+        for statement in function.body:
+            if (
+                isinstance(statement, ast.If)
+                and self.asks_distributed(statement.test)
+                and any(isinstance(s, ast.Return) for s in statement.body)
+            ):
+                return True
+        calls = [c for c in self.m.calls.get(function.name, []) if not is_inside(c, function)]
+        return bool(calls) and all(
+            any(
+                isinstance(p, ast.If) and self.asks_distributed(p.test)
+                for p in self.m.parents_of(c)
+            )
+            for c in calls
+        )
+
+    @staticmethod
+    def asks_distributed(test):
+        """A test of whether the run is distributed, or of which rank this is: `args.distributed`,
+        `dist.is_initialized()`, `world_size > 1`, `local_rank != -1`, `"RANK" in os.environ`."""
+        text = ast.unparse(test)
+        return (
+            bool(
+                DISTRIBUTION_WORDS.search(text)
+                or not_distributed(test)
+                or re.search(r"rank|RANK|environ", text)
+            )
+            and "__main__" not in text
+        )
+
+    def end(self):
+        if self.first is not None:
+            self.add(self.first, fixable=False)
+
+
 class DistributedByGpuCount(Rule):
     """DDL146: `if torch.cuda.device_count() > 1:` (or a name made from it, `nranks = device_count()`) around
     init_process_group or the DDP wrap (RepVGG's main.py, corpus 15; VoiceprintRecognition's trainer, corpus
@@ -4948,6 +5061,7 @@ RULE_CLASSES = [
     UnpreparedTrainingLoader,
     SeedBeforeSpawn,
     NoSetDevice,
+    CollectiveInOneProcessRun,
 ]
 
 
