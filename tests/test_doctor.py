@@ -564,7 +564,7 @@ def main():
     parser.add_argument("--local_rank", type=int, default=0)  # DDL101
     args = parser.parse_args()
     dist.init_process_group("nccl")  # DDL113
-    model = DDP(Net().cuda(), find_unused_parameters=True)  # DDL112
+    model = DDP(Net().cuda(), find_unused_parameters=True)  # DDL112 DDL150
     sampler = DistributedSampler(train_set)  # DDL105
     loader = DataLoader(train_set, batch_size=64, shuffle=True, sampler=sampler)  # DDL104
     scaler = torch.cuda.amp.GradScaler()  # DDL102
