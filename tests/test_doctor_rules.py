@@ -2469,3 +2469,27 @@ def test_a_collective_a_one_process_run_reaches(tmp_path):
     )
     files = {"train.py": main, "utils.py": helper}
     assert "DDL151" in check_in_project(tmp_path, files, "train.py")
+
+
+def test_a_project_function_that_tests_the_rank_guards_as_the_test_would(tmp_path):
+    """Corpus 18 (seen): ANCE's `if is_first_worker():` (`return not dist.is_initialized() or
+    dist.get_rank() == 0`) and sssegmentation's `ismainprocess()` around the saves; a helper that returns
+    something else guards nothing."""
+    main = (
+        DDP_HEAD + "from utils import {name}\nmodel = DDP(net)\nif {name}():\n"
+        "    torch.save(model.module.state_dict(), 'm.pt')\n" + DDP_TAIL
+    )
+    helpers = (
+        "import os\nimport torch.distributed as dist\n"
+        "def is_first_worker():\n    return not dist.is_initialized() or dist.get_rank() == 0\n"
+        "def ismainprocess():\n    return str(os.environ['RANK']) in ['0']\n"
+        "def should_save():\n    return os.path.exists('flag')\n"
+    )
+    for name, expected in (
+        ("is_first_worker", []),
+        ("ismainprocess", []),
+        ("should_save", ["DDL107"]),
+    ):
+        files = {"train.py": main.format(name=name), "utils.py": helpers}
+        found = check_in_project(tmp_path / name, files, "train.py")
+        assert [c for c in found if c == "DDL107"] == expected, (name, found)

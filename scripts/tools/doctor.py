@@ -1369,6 +1369,19 @@ class Checker:
             }
         return flags
 
+    def rank_test_function(self, call):
+        """A call of a project function whose return is a test of the rank: ANCE's `is_first_worker()` (`return
+        not dist.is_initialized() or dist.get_rank() == 0`), s3prl's `is_leader_process()`, sssegmentation's
+        `ismainprocess()` (`return str(os.environ['RANK']) in ['0']`): corpus 18, seen."""
+        target = self.project.defined.get(dotted(call.func))
+        if target is None:
+            return False
+        returns = re.findall(r"^\s*return (.+)$", Project.source_of(*target), re.M)
+        return bool(returns) and all(
+            re.search(r"rank|RANK", r) and re.search(r"==\s*0\b|in \[\s*['\"]?0|<=\s*0\b", r)
+            for r in returns
+        )
+
     def picks_ranks(self, test):
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
             # `is_main and force is True or (not exists(force) and asked())` (audiolm-pytorch, corpus 13):
@@ -1384,6 +1397,8 @@ class Checker:
             return True
         if isinstance(test, ast.BoolOp) and any(self.picks_ranks(v) for v in test.values):
             return True  # `steps % 1000 == 0 and gpu == 0`
+        if any(self.rank_test_function(n) for n in ast.walk(test) if isinstance(n, ast.Call)):
+            return True  # `if is_first_worker():` (ANCE), `if ismainprocess():` (sssegmentation)
         if (
             isinstance(test, ast.Compare)
             and len(test.ops) == 1
