@@ -2493,3 +2493,18 @@ def test_a_project_function_that_tests_the_rank_guards_as_the_test_would(tmp_pat
         files = {"train.py": main.format(name=name), "utils.py": helpers}
         found = check_in_project(tmp_path / name, files, "train.py")
         assert [c for c in found if c == "DDL107"] == expected, (name, found)
+
+
+def test_once_a_file_rules_report_the_first_line_in_the_source():
+    """DDL150 and DDL151 report one finding a file, at the first line that shows the mistake: the rules visit
+    the tree breadth first, so a call nested in a loop would otherwise lose to a later one at module level."""
+    collective = (
+        "import torch.distributed as dist\nif args.local_rank != -1:\n    dist.init_process_group('nccl')\n"
+        "for epoch in range(9):\n    dist.barrier()\ndist.all_reduce(t)\n"
+    )
+    assert [(f.code, f.line) for f in doctor.check_source(collective)] == [
+        ("DDL113", 3),
+        ("DDL151", 5),
+    ]
+    device = DDP_HEAD + "for x in loader:\n    x = x.cuda()\nmodel = DDP(Net().cuda())\n" + DDP_TAIL
+    assert [(f.code, f.line) for f in doctor.check_source(device)] == [("DDL150", 8)]

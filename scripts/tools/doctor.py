@@ -1354,9 +1354,8 @@ class Checker:
             for t in n.targets
             if dotted(t) and not re.search(r"rank|main|master", dotted(t), re.I)
         } | set(flags_set_under_rank_checks(self.nodes, self.parent))
-        for _ in range(
-            2
-        ):  # `should_log = should_write and logging` (AdaBins, corpus 17): one link a pass
+        # `should_log = should_write and logging` (AdaBins, corpus 17): one link a pass
+        for _ in range(2):
             flags |= {
                 dotted(t)
                 for n in self.nodes
@@ -1368,6 +1367,16 @@ class Checker:
                 if dotted(t)
             }
         return flags
+
+    def calls_a_helper_saying(self, pattern):
+        """Whether a function of the project that this module calls has `pattern` in its source (an init helper
+        that reads LOCAL_RANK, sets the device, or returns before it joins)."""
+        return any(
+            re.search(pattern, Project.source_of(*target))
+            for n in self.nodes
+            if isinstance(n, ast.Call)
+            and (target := self.project.defined.get(dotted(n.func))) is not None
+        )
 
     def rank_test_function(self, call):
         """A call of a project function whose return is a test of the rank: ANCE's `is_first_worker()` (`return
@@ -1535,6 +1544,24 @@ class Rule:
                 reported |= names
                 self.add(node, fixable=False)
 
+    def report_first(self, nodes):
+        """One finding, at the first of `nodes` in the source (the rules walk the tree breadth first, not in
+        source order): one mistake a file, however many lines show it."""
+        if nodes:
+            self.add(min(nodes, key=lambda n: (n.lineno, n.col_offset)), fixable=False)
+
+    def trains_deep(self, statements):
+        """trains(), or a call of a function or method of this module whose body trains (seed-vc's
+        `self._process_batch(...)`)."""
+        defined = self.m.reductions.defined
+        return trains(statements) or any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in defined
+            and trains(defined[last(dotted(n.func))].body)
+            for s in statements
+            for n in ast.walk(s)
+        )
+
     def innermost_loop(self, node):
         """The innermost for/while loop around `node` within its function, or None."""
         for parent in self.m.parents_of(node):
@@ -1605,16 +1632,9 @@ class DeprecatedLauncher(Rule):
         )
 
     def reads_local_rank_through_a_helper(self):
-        """Whether a function of the project that this module calls reads LOCAL_RANK from the environment."""
-        project = self.m.project
-        for n in self.m.nodes:
-            target = project.defined.get(dotted(n.func)) if isinstance(n, ast.Call) else None
-            # the environment's "LOCAL_RANK", not a config's field of that name (RepVGG's config.LOCAL_RANK)
-            if target is not None and re.search(
-                r"[\'\"]LOCAL_RANK[\'\"]", Project.source_of(*target)
-            ):
-                return True
-        return False
+        """Whether a function of the project that this module calls reads LOCAL_RANK from the environment:
+        the environment's "LOCAL_RANK", not a config's field of that name (RepVGG's config.LOCAL_RANK)."""
+        return self.m.calls_a_helper_saying(r"[\'\"]LOCAL_RANK[\'\"]")
 
     def both_spellings(self, call):
         spelled = {
@@ -1791,9 +1811,8 @@ class SamplerWithoutSetEpoch(CallRule):
                 for k in node.keywords
             ):
                 continue  # the eval split's loader, or a sampler asked not to shuffle
-            kept = {
-                f"self.{last(b)}" for b in bound
-            }  # handed to a trainer that keeps it by its name
+            # handed to a trainer that keeps it by its name
+            kept = {f"self.{last(b)}" for b in bound}
             inside = [
                 n
                 for loop in loops
@@ -2052,9 +2071,8 @@ class LoadWithoutMapLocation(CallRule):
             and len(call.args) == 1
             and RUN_CHECKPOINT.search(self.what_is_loaded(call))
             and not PRETRAINED.search(self.what_is_loaded(call))
-            and not PER_RANK.search(
-                ast.unparse(call.args[0])
-            )  # f"ckpt_{rank}.pt": each rank saved its own
+            # f"ckpt_{rank}.pt": each rank saved its own, from its own GPU
+            and not PER_RANK.search(ast.unparse(call.args[0]))
             and not self.m.guarded(call)
             and not self.in_test(call)
             and not self.mapped_beside(call)
@@ -2258,18 +2276,6 @@ class SkipOnLocalCondition(Rule):
             not call.args
             or isinstance(call.args[0], ast.Constant)
             and call.args[0].value in (0, None)
-        )
-
-    def trains_deep(self, statements):
-        """trains(), or a call of a function or method of this module whose body trains (seed-vc's
-        `self._process_batch(...)`)."""
-        defined = self.m.reductions.defined
-        return trains(statements) or any(
-            isinstance(n, ast.Call)
-            and last(dotted(n.func)) in defined
-            and trains(defined[last(dotted(n.func))].body)
-            for s in statements
-            for n in ast.walk(s)
         )
 
     def visit_Try(self, node):
@@ -3572,9 +3578,8 @@ class UnreducedEvalLog(Rule):
             self.shown.append((node, unreduced))
 
     def end(self):
-        self.add_first_of_each(
-            self.shown
-        )  # once a metric: one reduction of its sums (tango's six lines)
+        # once a metric: one reduction of its sums (tango's six lines)
+        self.add_first_of_each(self.shown)
 
     def visit_If(self, node):
         """`if valid_loss < best_loss:` under a rank check: rank 0 keeps its own shard's best (AcademiCodec's
@@ -4543,11 +4548,6 @@ class UnpreparedTrainingLoader(Rule):
                 ):
                     built.setdefault(name, n)
         prepared = self.prepared()
-        trainers = {
-            f.name
-            for f in self.m.nodes
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and trains(f.body)
-        }
         for loop in self.m.nodes:
             if not isinstance(loop, (ast.For, ast.AsyncFor)):
                 continue
@@ -4555,8 +4555,7 @@ class UnpreparedTrainingLoader(Rule):
                 dotted(n) for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))
             }
             loaders = [name for name in iterated if name in built and name not in prepared]
-            called = {last(dotted(c.func)) for c in ast.walk(loop) if isinstance(c, ast.Call)}
-            if loaders and (trains(loop.body) or called & trainers):
+            if loaders and self.trains_deep(loop.body):
                 self.add(loop, fixable=False)
 
     def builds_a_plain_loader(self, func):
@@ -4639,7 +4638,7 @@ class SeedBeforeSpawn(Rule):
         ]
         worker = self.worker_text(node.args[0])
         if seeds and worker is not None and not self.SEEDS.search(worker):
-            self.add(min(seeds, key=lambda n: (n.lineno, n.col_offset)), fixable=False)  # the first
+            self.report_first(seeds)
 
     def main_block(self, node):
         for parent in self.m.parents_of(node):
@@ -4696,13 +4695,10 @@ class NoSetDevice(Rule):
             return False
         if any("deepspeed" in w.lower() for w in names | words):
             return False
-        for calls in self.m.calls.values():
-            for call in calls:
-                target = self.m.project.defined.get(dotted(call.func))
-                if target is not None and "set_device" in Project.source_of(*target):
-                    return False  # a project's init_distributed_mode that sets it
-        self.first = None
-        return True
+        self.defaults = []
+        return not self.m.calls_a_helper_saying(
+            "set_device"
+        )  # an init_distributed_mode that sets it
 
     def visit_Call(self, node):
         func, args = node.func, [*node.args, *(k.value for k in node.keywords)]
@@ -4719,17 +4715,11 @@ class NoSetDevice(Rule):
             and node.args[0].value == "cuda"
             and not node.keywords
         )
-        if (
-            default
-            and self.first is None
-            and not self.m.never_distributed(node)
-            and not self.in_test(node)
-        ):
-            self.first = node
+        if default and not self.m.never_distributed(node) and not self.in_test(node):
+            self.defaults.append(node)
 
     def end(self):
-        if self.first is not None:
-            self.add(self.first, fixable=False)
+        self.report_first(self.defaults)
 
 
 class CollectiveInOneProcessRun(Rule):
@@ -4754,7 +4744,7 @@ class CollectiveInOneProcessRun(Rule):
     }
 
     def begin(self):
-        self.first = None
+        self.unguarded = []
         joins = [
             n
             for n in self.m.nodes
@@ -4769,19 +4759,13 @@ class CollectiveInOneProcessRun(Rule):
             for j in joins
             for p in self.m.parents_of(j)
         )
-        for calls in self.m.calls.values():
-            for call in calls:
-                target = self.m.project.defined.get(dotted(call.func))
-                if target is not None and re.search(
-                    r"return\s*\n[\s\S]*init_process_group", Project.source_of(*target)
-                ):
-                    # DeiT's init_distributed_mode: "Not using distributed mode"; return
-                    optional = True
+        # or DeiT's init_distributed_mode: "Not using distributed mode"; return
+        optional = optional or self.m.calls_a_helper_saying(r"return\s*\n[\s\S]*init_process_group")
         return optional and not self.m.uses_accelerate
 
     def visit_Call(self, node):
         name = dotted(node.func)
-        if self.first is not None or last(name) not in self.COLLECTIVES:
+        if last(name) not in self.COLLECTIVES:
             return
         if not re.match(r"(torch\.)?dist(ributed)?\.", name):
             return
@@ -4795,7 +4779,7 @@ class CollectiveInOneProcessRun(Rule):
                     return
                 break
         if not self.m.never_distributed(node) and not self.in_test(node):
-            self.first = node
+            self.unguarded.append(node)
 
     def guarded_function(self, function):
         """A function that leaves when not distributed (`if not dist.is_initialized(): return x`) before its
@@ -4831,8 +4815,7 @@ class CollectiveInOneProcessRun(Rule):
         )
 
     def end(self):
-        if self.first is not None:
-            self.add(self.first, fixable=False)
+        self.report_first(self.unguarded)
 
 
 class DistributedByGpuCount(Rule):
@@ -5446,19 +5429,10 @@ class Project:
             r"\bsrun\b|\bsbatch\b|multi-?node|multiple (nodes|machines)|multi-?machine",
             re.I,
         )
-        pages = []
-        for folder, subfolders, files in os.walk(root):
-            subfolders[:] = [
-                s for s in subfolders if not s.startswith(".") and s not in ("node_modules", "venv")
-            ]
-            pages += [
-                Path(folder, f)
-                for f in files
-                if f.endswith((".sh", ".md", ".slurm", ".yaml", ".yml"))
-            ]
-            if len(pages) > 400:
-                break
-        return not any(several.search(Project.text(page)) for page in pages[:400])
+        return not any(
+            several.search(Project.text(page))
+            for page in Project.pages(root, (".sh", ".md", ".slurm", ".yaml", ".yml"))
+        )
 
     @staticmethod
     def root_of(path):
@@ -5475,17 +5449,8 @@ class Project:
         """Every shell command of a repository's pages and shell scripts (at most 400 of them) that runs a Python
         file (`python x.py`, `python -m torch.distributed.launch ... x.py`, `torchrun ... x.py`), each with its
         continuation lines (a trailing backslash) joined."""
-        found, pages = [], []
-        for folder, subfolders, files in os.walk(root):
-            subfolders[:] = [
-                s
-                for s in subfolders
-                if not s.startswith(".") and s not in ("node_modules", "venv", "site-packages")
-            ]
-            pages += [Path(folder, f) for f in files if f.endswith((".sh", ".md"))]
-            if len(pages) > 400:
-                break
-        for page in pages[:400]:
+        found = []
+        for page in Project.pages(root, (".sh", ".md")):
             lines = Project.text(page).splitlines()
             for i, line in enumerate(lines):
                 if not re.search(
@@ -5499,6 +5464,23 @@ class Project:
                 if re.search(r"\.py\b", command):
                     found.append(command)
         return tuple(found)
+
+    @staticmethod
+    @functools.cache
+    def pages(root, suffixes):
+        """A repository's files ending in one of `suffixes` (its pages and shell scripts), at most 400, outside
+        hidden folders and installed packages."""
+        pages = []
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = [
+                s
+                for s in subfolders
+                if not s.startswith(".") and s not in ("node_modules", "venv", "site-packages")
+            ]
+            pages += [Path(folder, f) for f in files if f.endswith(suffixes)]
+            if len(pages) > 400:
+                break
+        return tuple(pages[:400])
 
     @staticmethod
     @functools.cache
