@@ -64,8 +64,8 @@ lint: install ## ruff: formatting (line length 100) and lint rules, configured i
 bench: install ## every rung measured side by side, as ratios (ARGS="--quick": seconds); guides/benchmarks.md
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 $(PY) scripts/tools/bench.py $(ARGS)
 
-doctor: install ## check FILES="train.py ..." for distributed-training mistakes (default: the rungs, examples and labs)
-	$(PY) scripts/tools/doctor.py $(or $(FILES),scripts/[0-9]_*.py guides/examples/*.py scripts/labs)
+doctor: install ## check FILES="train.py ..." for distributed-training mistakes, preview rules too (default: the rungs, examples and labs)
+	$(PY) scripts/tools/doctor.py --preview $(or $(FILES),scripts/[0-9]_*.py guides/examples/*.py scripts/labs)
 
 guides: install ## regenerate the step guides (Markdown and side-by-side HTML) from the scripts
 	$(PY) scripts/tools/make_guides.py

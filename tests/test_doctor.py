@@ -587,17 +587,21 @@ def main():
 def test_a_third_party_script_gets_a_finding_at_each_planted_mistake(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(PLANTED)
-    proc = subprocess.run([*DOCTOR, str(script)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1, proc.stderr
-    found = {(int(line.split(":")[1]), line.split()[1]) for line in proc.stdout.splitlines()}
     planted = {
         (n, code)
         for n, line in enumerate(PLANTED.splitlines(), 1)
         if "# DDL" in line
         for code in line.split("# ")[-1].split()
     }
-    assert planted <= found, sorted(planted - found)
-    assert found <= planted, sorted(found - planted)  # and nothing else
+    for preview in (["--preview"], []):  # by default, the rules that are not preview rules
+        proc = subprocess.run(
+            [*DOCTOR, *preview, str(script)], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 1, proc.stderr
+        found = {(int(line.split(":")[1]), line.split()[1]) for line in proc.stdout.splitlines()}
+        expected = {(n, c) for n, c in planted if preview or c not in doctor.PREVIEW}
+        assert expected <= found, sorted(expected - found)
+        assert found <= expected, sorted(found - expected)  # and nothing else
     for line in proc.stdout.splitlines():  # flake8's shape: path:line:col: CODE message (guide)
         assert line.startswith(f"{script}:") and "guides/your-script.md#" in line
 
@@ -647,7 +651,7 @@ def test_files_doctor_cannot_analyse_are_one_line_each_and_the_rest_are_still_ch
     (tmp_path / "pkg" / ".venv").mkdir()
     (tmp_path / "pkg" / ".venv" / "lib.py").write_text("this is not python(\n")
     files = [tmp_path / "deep.py", tmp_path / "null.py", tmp_path / "py312.py", tmp_path / "pkg"]
-    assert doctor.main([str(f) for f in files]) == 2
+    assert doctor.main(["--preview", *map(str, files)]) == 2  # DDL105 is a preview rule
     out, err = capsys.readouterr()
     errors = err.strip().splitlines()
     assert len(errors) == 3 and all(line.startswith("error: ") for line in errors), err
@@ -719,7 +723,9 @@ def test_fix_rewrites_the_mechanical_findings_keeps_the_rest_and_the_fixed_scrip
     for f in files:  # each fixture has its own rule's finding
         assert f.name[:6].upper() in codes(before[f.name]), f.name
 
-    assert doctor.main(["--diff", str(tmp_path)]) == 1
+    assert (
+        doctor.main(["--diff", "--preview", str(tmp_path)]) == 1
+    )  # DDL106's fixture: a preview rule
     diff = capsys.readouterr().out
     assert {f.name: f.read_text() for f in files} == before  # nothing written
     for line in (
@@ -737,7 +743,7 @@ def test_fix_rewrites_the_mechanical_findings_keeps_the_rest_and_the_fixed_scrip
         assert line in diff.splitlines(), line
     assert "+            loss.backward()" not in diff  # the backward stays out of autocast
 
-    assert doctor.main(["--fix", str(tmp_path)]) == 0  # nothing left to report
+    assert doctor.main(["--fix", "--preview", str(tmp_path)]) == 0  # nothing left to report
     out, err = capsys.readouterr()
     assert out == "" and err.count("fixed: ") == len(files), err
     for f in files:
@@ -887,3 +893,42 @@ def test_the_four_later_never_seen_sets_add_up_to_what_the_page_states():
         assert (int(stated[0]), int(stated[1])) == (true, len(verdicts))
         assert (int(stated[3]), int(stated[4])) == (without.count("true"), len(without))
         assert float(stated[5]) == round(without.count("true") / len(without), 3)
+
+
+def test_each_rules_measured_precision_is_what_the_never_seen_tables_give():
+    """doctor.MEASURED, which decides the preview rules, is the recount of every first verdict in
+    guides/doctor.md's never-seen tables (the 28 files and the sixteen sets after them); a preview rule is one
+    right less than STABLE of the time there."""
+    never_seen = (ROOT / "guides" / "doctor.md").read_text().split(NEVER_SEEN)[1]
+    never_seen = never_seen.split("\n## Run it again")[0]
+    counts = {}
+    for code, verdict in corpus_table(never_seen)[1]:
+        if verdict != "stale":
+            true, judged = counts.get(code, (0, 0))
+            counts[code] = (true + (verdict == "true"), judged + 1)
+    assert doctor.MEASURED == counts
+    assert doctor.PREVIEW == {c for c, (t, n) in counts.items() if t / n < doctor.STABLE}
+    assert sum(n for _, n in counts.values()) > 1300
+
+
+def test_the_default_and_preview_table_is_what_doctor_runs():
+    """guides/doctor.md's table of the rules: each one's count and whether it runs by default are doctor's."""
+    page = (ROOT / "guides" / "doctor.md").read_text()
+    section = page.split("### Default and preview rules")[1].split("\n\n`--explain` lists")[0]
+    rows = [
+        line.strip("| ").split(" | ") for line in section.splitlines() if line.startswith("| DDL")
+    ]
+    assert [code for code, *_ in rows] == sorted(doctor.RULES)
+    for code, what, right, precision, runs in rows:
+        assert what.replace("\\|", "|") == doctor.RULES[code][0]
+        assert runs == ("preview" if code in doctor.PREVIEW else "default")
+        if code in doctor.MEASURED:
+            true, judged = doctor.MEASURED[code]
+            assert (right, precision) == (f"{true} of {judged}", f"{true / judged:.2f}")
+        else:
+            assert (right, precision) == ("none yet", "-")
+    default = [c for c in doctor.MEASURED if c not in doctor.PREVIEW and c != "DDL113"]
+    true, judged = (sum(doctor.MEASURED[c][i] for c in default) for i in (0, 1))
+    assert f"right in {true} of {judged} ({true / judged:.3f}) without DDL113" in section
+    assert f"the {len(doctor.RULES) - len(doctor.PREVIEW)} rules that" in section
+    assert f"the other {len(doctor.PREVIEW)} are preview rules" in section

@@ -90,7 +90,7 @@ def test_pip_install_gives_a_ddp_doctor_command_that_needs_no_torch(installed, t
     assert fixed.returncode == 0 and fixed.stderr == f"fixed: {train}: 3 DDL104\n", fixed.stderr
     assert "shuffle" not in train.read_text()
     # the project's own fixtures, which import torch: doctor reads them without it
-    fixtures = sh(command, ROOT / "tests" / "doctor_fixtures", check=False)
+    fixtures = sh(command, "--preview", ROOT / "tests" / "doctor_fixtures", check=False)
     codes = {line.split()[1] for line in fixtures.stdout.splitlines()}
     assert fixtures.returncode == 1 and fixtures.stderr == "", fixtures.stderr
     assert {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"} <= codes, codes

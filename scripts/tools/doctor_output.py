@@ -14,7 +14,7 @@ from pathlib import Path
 
 FORMATS = ("text", "json", "github", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-CONFIG_KEYS = {"select", "ignore"}
+CONFIG_KEYS = {"select", "ignore", "preview"}
 
 
 class ConfigError(ValueError):
@@ -125,9 +125,12 @@ def statistics(findings, rules):
     )
 
 
-def selected(code, select, ignore):
+def selected(code, select, ignore, preview=frozenset()):
     """Whether a code is reported: matched by a select prefix (every code when there is none) and not by an
-    ignore prefix at least as long; as in ruff, the more specific prefix wins (`select DDL107, ignore DDL1`)."""
+    ignore prefix at least as long; as in ruff, the more specific prefix wins (`select DDL107, ignore DDL1`). A
+    code in `preview` (the preview rules, when preview is off) is reported only when select names it exactly."""
+    if code in preview and code not in select:
+        return False
 
     def longest(prefixes):
         return max((len(p) for p in prefixes if code.startswith(p)), default=-1)
@@ -151,7 +154,7 @@ CACHE = {}  # folder -> its [tool.ddp-doctor] section and pyproject.toml
 
 def project_config(start, codes):
     """The [tool.ddp-doctor] section of the nearest pyproject.toml above `start` that has one, as
-    {'select': [...], 'ignore': [...]}, with the file it came from; ({}, None) when there is none."""
+    {'select': [...], 'ignore': [...], 'preview': bool}, with the file it came from; ({}, None) when there is none."""
     folder = Path(start).resolve()
     folder = folder if folder.is_dir() else folder.parent
     for candidate in [folder, *folder.parents]:
@@ -170,12 +173,18 @@ def project_config(start, codes):
         where = f"{pyproject} [tool.ddp-doctor]"
         if not isinstance(section, dict) or set(section) - CONFIG_KEYS:
             unknown = sorted(set(section) - CONFIG_KEYS) if isinstance(section, dict) else section
-            raise ConfigError(f"{where}: unknown key(s) {unknown}: it takes select and ignore")
+            raise ConfigError(
+                f"{where}: unknown key(s) {unknown}: it takes select, ignore and preview"
+            )
         found = {
             key: parse_prefixes(section[key], codes, f"{where} {key}")
-            for key in CONFIG_KEYS
+            for key in ("select", "ignore")
             if key in section
         }
+        if "preview" in section:
+            if not isinstance(section["preview"], bool):
+                raise ConfigError(f"{where} preview: {section['preview']!r}: it is true or false")
+            found["preview"] = section["preview"]
         CACHE[candidate] = (found, pyproject)
         return CACHE[candidate]
     return {}, None
