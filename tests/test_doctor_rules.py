@@ -2508,3 +2508,23 @@ def test_once_a_file_rules_report_the_first_line_in_the_source():
     ]
     device = DDP_HEAD + "for x in loader:\n    x = x.cuda()\nmodel = DDP(Net().cuda())\n" + DDP_TAIL
     assert [(f.code, f.line) for f in doctor.check_source(device)] == [("DDL150", 8)]
+
+
+def test_the_else_of_the_branch_that_joins_the_group_runs_as_one_process():
+    """Corpus 18 (seen): VL-BERT's `if args.dist:` joins the group and wraps DDP; its `else:` is the run of one
+    process (a RandomSampler, a SummaryWriter, the config copied to the output folder). An `else` that joins too
+    (`if args.slurm: init_process_group(...) else: init_process_group(...)`) is not."""
+    script = (
+        "import shutil\nimport torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "if args.{flag}:\n    dist.init_process_group('nccl')\n    model = DDP(net)\n"
+        "else:\n{other}    model = net\n    shutil.copy(args.cfg, out)\n"
+        "    torch.save(model.state_dict(), 'm.pt')\ndist.destroy_process_group()\n"
+    )
+    for flag, other, expected in (
+        ("dist", "", []),
+        ("dist", "    dist.init_process_group('gloo')\n", ["DDL107", "DDL107"]),
+        ("slurm", "    dist.init_process_group('gloo')\n", ["DDL107", "DDL107"]),
+    ):
+        found = doctor.check_source(script.format(flag=flag, other=other))
+        assert [f.code for f in found if f.code == "DDL107"] == expected, (flag, other, found)

@@ -765,6 +765,16 @@ def flags_set_under_rank_checks(nodes, parent):
     return found | (made & nothing)
 
 
+def joins(statements):
+    """Whether these statements join the process group themselves (`dist.init_process_group(...)`): in an
+    `if` whose else does not, that else is the run of one process."""
+    return any(
+        isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
+        for statement in statements
+        for n in ast.walk(statement)
+    )
+
+
 def returns_unless(statement):
     """`if not is_main: return` (or `if rank != 0: return`): what follows it runs on the selected ranks only."""
     return (
@@ -1382,6 +1392,8 @@ class Checker:
                     return True
                 if not taken and DISTRIBUTED_FLAG.fullmatch(ast.unparse(test)):
                     return True  # the else of `if distributed:` (or `if args.ddp:`): one process
+                if not taken and joins(parent.body) and not joins(parent.orelse):
+                    return True  # the else of the branch that joins the group (VL-BERT's `if args.dist:`)
                 if taken and self.one_process_flag(test):
                     return True  # `if args.submission:`, a flag only one-process commands pass
             child = parent
