@@ -406,6 +406,14 @@ CASES = {
         "    train(rank, args)\n"
         "def main(args):\n    mp.spawn(worker, args=(args,), nprocs=2)\n",
     ),
+    "DDL152": (
+        "import torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n"
+        "accelerator = Accelerator()\nset_seed(args.seed)\nfor x in loader:\n"
+        "    noise = torch.randn_like(x)\n    accelerator.backward(model(x + noise).sum())\n",
+        "import torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import set_seed\n"
+        "accelerator = Accelerator()\nset_seed(args.seed, device_specific=True)\nfor x in loader:\n"
+        "    noise = torch.randn_like(x)\n    accelerator.backward(model(x + noise).sum())\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
@@ -907,7 +915,9 @@ def test_each_rules_measured_precision_is_what_the_never_seen_tables_give():
             true, judged = counts.get(code, (0, 0))
             counts[code] = (true + (verdict == "true"), judged + 1)
     assert doctor.MEASURED == counts
-    assert doctor.PREVIEW == {c for c, (t, n) in counts.items() if t / n < doctor.STABLE}
+    measured_low = {c for c, (t, n) in counts.items() if t / n < doctor.STABLE}
+    assert doctor.PREVIEW == measured_low | doctor.UNMEASURED
+    assert not doctor.UNMEASURED & set(counts)  # a rule no set has met yet
     assert sum(n for _, n in counts.values()) > 1300
 
 

@@ -276,3 +276,4 @@ def test_explain_marks_the_preview_rules_and_gives_each_rules_measured_precision
     assert doctor.explain("DDL102").endswith("runs by default.")
     assert "no finding yet" in doctor.explain("DDL123")  # never fired in public: runs by default
     assert "DDL123" not in doctor.PREVIEW
+    assert "a preview rule until one measures it" in doctor.explain("DDL152")

@@ -2528,3 +2528,43 @@ def test_the_else_of_the_branch_that_joins_the_group_runs_as_one_process():
     ):
         found = doctor.check_source(script.format(flag=flag, other=other))
         assert [f.code for f in found if f.code == "DDL107"] == expected, (flag, other, found)
+
+
+def test_noise_drawn_in_the_training_step_of_a_script_seeded_alike():
+    """Corpus 19 (seen), and corpora 10-18's readers (six scripts, five of them diffusion training): the same
+    seed on every rank and `torch.randn_like` / `torch.randint` in the step give every rank the same noise and
+    timesteps. Not: a seed with the rank; a seed rank 0 alone sets; a seed from hash() of a string (salted per
+    process); torch.cuda.manual_seed alone with a draw on the CPU; a draw outside the training step; a draw
+    from a generator of its own; an unseeded script."""
+    head = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "dist.init_process_group('nccl')\nrank = dist.get_rank()\nmodel = DDP(net)\n{seed}"
+        "for x in loader:\n    {draw}\n    loss = model(x + noise).sum()\n    loss.backward()\n"
+        "dist.destroy_process_group()\n"
+    )
+    cases = [
+        ("torch.manual_seed(args.seed)\n", "noise = torch.randn_like(x)", ["DDL152"]),
+        ("torch.manual_seed(0)\n", "noise = torch.randint(0, 9, (4,))", ["DDL152"]),
+        ("torch.manual_seed(args.seed + rank)\n", "noise = torch.randn_like(x)", []),
+        ("if rank == 0:\n    torch.manual_seed(0)\n", "noise = torch.randn_like(x)", []),
+        (
+            "seed = hash(args.name) % 2**32\ntorch.manual_seed(seed)\n",
+            "noise = torch.randn_like(x)",
+            [],
+        ),
+        ("torch.cuda.manual_seed(0)\n", "noise = torch.randn(4, 8)", []),
+        ("torch.cuda.manual_seed(0)\n", "noise = torch.randn(4, 8, device=x.device)", ["DDL152"]),
+        ("torch.manual_seed(0)\n", "noise = torch.randn_like(x, generator=g)", []),
+        ("", "noise = torch.randn_like(x)", []),
+    ]
+    for seed, draw, expected in cases:
+        found = doctor.check_source(head.format(seed=seed, draw=draw))
+        assert [f.code for f in found if f.code == "DDL152"] == expected, (seed, draw)
+    outside = head.format(
+        seed="torch.manual_seed(0)\nfixed = torch.randn(4)\n", draw="noise = fixed"
+    )
+    assert "DDL152" not in [f.code for f in doctor.check_source(outside)]
+    assert (
+        "DDL152" in doctor.PREVIEW
+    )  # new since the newest never-seen set: preview until one measures it

@@ -346,6 +346,17 @@ RULES = {
         'such check: a plain `python train.py` run trains, then dies at that line with "Default process '
         "group has not been initialized\" (at the first evaluation, or after the first epoch's save).",
     ),
+    "DDL152": (
+        "noise drawn in the training step of a script that seeds every rank alike",
+        "seed per rank (seed + rank, or accelerate's set_seed(seed, device_specific=True)) after the "
+        "weights are made",
+        "3-seeds-the-same-initial-weights-different-randomness",
+        "`torch.manual_seed(SEED)` (or accelerate's set_seed) with the same value on every rank gives every "
+        "process the same random stream, so the noise, timesteps or masks each draws in its training step "
+        "(`torch.randn_like(x)`, `torch.randint(0, T, ...)`) are the same on every rank: a diffusion or "
+        "flow-matching step pairs world-size different batches with one draw, where one process would draw "
+        "world-size times as many.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -590,7 +601,12 @@ MEASURED = {
     "DDL146": (1, 2),
     "DDL149": (3, 4),
 }
-PREVIEW = frozenset(code for code, (true, judged) in MEASURED.items() if true < STABLE * judged)
+# A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
+# measures it.
+UNMEASURED = frozenset({"DDL152"})
+PREVIEW = UNMEASURED | frozenset(
+    code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
+)
 CONTEXT_MANAGERS = {"no_sync", "accumulate", "autocast", "device", "device_index"}
 FIXABLE = {"DDL102", "DDL104", "DDL106", "DDL115", "DDL118"}  # the codes doctor_fix rewrites
 
@@ -2765,6 +2781,21 @@ class SameSeedEveryRank(Rule):
         if not self.m.distributed:
             return False
         calls = [n for n in self.m.nodes if isinstance(n, ast.Call)]
+        seeds = self.alike_seeds(calls)
+        names = {last(dotted(c.func)) for c in calls}
+        if not seeds or not (
+            any(AUGMENTS.match(name or "") for name in names)
+            or self.m.project.augments
+            # a RandomSampler in place of a DistributedSampler: every rank alike draws the same batches
+            or ("RandomSampler" in names and "DistributedSampler" not in names)
+        ):
+            return False
+        self.seeds = seeds
+        return True
+
+    def alike_seeds(self, calls):
+        """The calls that seed a global stream with no rank in the seed, in a module that seeds nowhere per
+        rank; [] when it does."""
         seeds = [
             c
             for c in calls
@@ -2776,14 +2807,6 @@ class SameSeedEveryRank(Rule):
             and "worker" not in getattr(self.function_of(c), "name", "")
             and not self.helper_adds_the_rank(c)
         ]
-        names = {last(dotted(c.func)) for c in calls}
-        if not seeds or not (
-            any(AUGMENTS.match(name or "") for name in names)
-            or self.m.project.augments
-            # a RandomSampler in place of a DistributedSampler: every rank alike draws the same batches
-            or ("RandomSampler" in names and "DistributedSampler" not in names)
-        ):
-            return False
         ranked = (
             any(
                 RANKED_SEED.search(ast.unparse(c)) or is_true(keyword(c, "device_specific"))
@@ -2796,8 +2819,7 @@ class SameSeedEveryRank(Rule):
                 if isinstance(n, ast.Assign)
             )
         )
-        self.seeds = [] if ranked else seeds
-        return bool(self.seeds)
+        return [] if ranked else seeds
 
     def helper_adds_the_rank(self, call):
         """A project's seeding helper that adds the rank itself (MOTIP's `set_seed`: `seed + distributed_rank()`,
@@ -2832,6 +2854,83 @@ class SameSeedEveryRank(Rule):
 
     def end(self):
         self.add(self.seeds[0], fixable=False)
+
+
+# torch's draws of noise, timesteps and masks: `torch.randn_like(x)`, `torch.randint(0, T, (n,), device=...)`
+NOISE = {
+    "randn",
+    "randn_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randint_like",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+}
+
+
+class SameNoiseEveryRank(SameSeedEveryRank):
+    """DDL152: the training step draws noise (`torch.randn_like(x)`, timesteps with `torch.randint`) in a
+    distributed script that seeds torch alike on every rank (no rank in the seed, none added after): every
+    process draws the same noise and the same timesteps for its own batch, so a diffusion or flow-matching
+    step sees world-size copies of one draw (lingbot-vla-v2's issue 41, measured there with prints). An
+    unseeded process is not reported: its CPU stream starts from a random seed (measured here), and whether
+    CUDA's does is not measured here."""
+
+    code = "DDL152"
+
+    def begin(self):
+        if not (self.m.wraps_in_ddp or self.m.uses_accelerate):
+            return False
+        calls = [n for n in self.m.nodes if isinstance(n, ast.Call)]
+        seeds = [
+            c
+            for c in self.alike_seeds(calls)
+            if not self.m.guarded(c)  # rank 0 alone reseeded (before sampling images): not alike
+            and not self.salted(c)
+        ]
+        if not seeds:
+            return False
+        # torch.cuda.manual_seed alone leaves the CPU stream, which starts from a random seed, to each process
+        gpu_only = all(dotted(c.func).startswith("torch.cuda.") for c in seeds)
+        self.draws = [
+            c
+            for c in calls
+            if dotted(c.func).startswith("torch.")
+            and last(dotted(c.func)) in NOISE
+            and not keyword(c, "generator")  # a generator of its own is seeded where it is made
+            and (not gpu_only or last(dotted(c.func)).endswith("_like") or keyword(c, "device"))
+            and self.in_training_step(c)
+        ]
+        return bool(self.draws)
+
+    def salted(self, seed):
+        """A seed made with hash() of a string (`hash(args.wandb_run_name) % 2**32`, peft's boft_dreambooth):
+        Python salts str hashes per process, so each rank seeds differently."""
+        names = {dotted(a) for a in seed.args if dotted(a)}
+        values = [seed.args[0]] + [
+            n.value
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign) and any(dotted(t) in names for t in n.targets)
+        ]
+        return any(
+            isinstance(n, ast.Call) and dotted(n.func) == "hash"
+            for v in values
+            for n in ast.walk(v)
+        )
+
+    def in_training_step(self, call):
+        """In the loop that trains, or in a function whose body does (a `train_step` that calls backward)."""
+        loop = self.innermost_loop(call)
+        if loop is not None and trains(loop.body):
+            return True
+        function = function_of(self.m, call)
+        return function is not None and self.trains_deep(function.body)
+
+    def end(self):
+        self.report_first(self.draws)
 
 
 class UnevenTrainingBatches(Rule):
@@ -5117,6 +5216,7 @@ RULE_CLASSES = [
     RmtreeOnEveryRank,
     GpuCountAsWorldSize,
     SameSeedEveryRank,
+    SameNoiseEveryRank,
     OneVisibleGpu,
     BoundOnMainOnly,
     WrappedThenPrepared,
@@ -6148,6 +6248,11 @@ def explain(code):
 
 def measured(code):
     """What --explain says of how often the rule was right in public, and whether it runs by default."""
+    if code in UNMEASURED:
+        return (
+            "Measured: not yet; written since the newest never-seen set of public code (guides/doctor.md), "
+            f"it is a preview rule until one measures it: run with --preview, `preview = true` or --select {code}."
+        )
     if code not in MEASURED:
         return "Measured: no finding yet on the public code it had never seen (guides/doctor.md); runs by default."
     true, judged = MEASURED[code]
