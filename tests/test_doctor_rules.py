@@ -2568,3 +2568,18 @@ def test_noise_drawn_in_the_training_step_of_a_script_seeded_alike():
     assert (
         "DDL152" in doctor.PREVIEW
     )  # new since the newest never-seen set: preview until one measures it
+
+
+def test_a_local_rank_argument_the_script_hands_its_own_processes():
+    """Corpus 19 (seen): LSGM parses --local_rank and sets it itself for each `Process(target=
+    utils.init_processes, ...)` it starts: no launcher passes it, deprecated or not."""
+    script = (
+        "import argparse\nfrom multiprocessing import Process\nimport utils\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=0)\n"
+        "args = parser.parse_args()\n{start}"
+    )
+    own = "for rank in range(2):\n    args.local_rank = rank\n    Process(target=utils.init_processes, args=(args,)).start()\n"
+    assert "DDL101" not in [f.code for f in doctor.check_source(script.format(start=own))]
+    assert "DDL101" in [
+        f.code for f in doctor.check_source(script.format(start="utils.init_processes(args)\n"))
+    ]

@@ -1682,7 +1682,7 @@ class DeprecatedLauncher(Rule):
                 pass  # the script reads LOCAL_RANK from the environment too: the argument is a leftover
             elif node.value.startswith("--local") and self.reads_local_rank_through_a_helper():
                 pass  # DUSt3R's init_distributed_mode (croco/utils/misc.py) reads LOCAL_RANK for it
-            elif node.value.startswith("--local") and self.m.spawned:
+            elif node.value.startswith("--local") and self.starts_processes():
                 pass  # the script starts its own processes and hands each its rank (NVAE's Process)
             elif node.value.startswith("--local") and self.both_spellings(parent):
                 pass  # add_argument("--local-rank", "--local_rank") or one call for each: both parse
@@ -1697,6 +1697,19 @@ class DeprecatedLauncher(Rule):
                 self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
                 self.add(node)
+
+    def starts_processes(self):
+        """The module starts its processes itself: `mp.spawn(run, ...)`, `Process(target=run)`, or a function
+        of another module (LSGM's `Process(target=utils.init_processes, ...)`, corpus 19, seen)."""
+        return bool(self.m.spawned) or any(
+            isinstance(c, ast.Call)
+            and last(dotted(c.func)) in LAUNCHERS
+            and any(
+                dotted(a)
+                for a in [*c.args[:1], *(k.value for k in c.keywords if k.arg in ("fn", "target"))]
+            )
+            for c in self.m.nodes
+        )
 
     def rejected_by_the_documented_launcher(self, call):
         """Whether `add_argument("--local_rank")` alone (no `--local-rank` beside it) is read by a strict
