@@ -2578,8 +2578,82 @@ def test_a_local_rank_argument_the_script_hands_its_own_processes():
         "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=0)\n"
         "args = parser.parse_args()\n{start}"
     )
-    own = "for rank in range(2):\n    args.local_rank = rank\n    Process(target=utils.init_processes, args=(args,)).start()\n"
+    own = (
+        "for rank in range(2):\n    args.local_rank = rank\n"
+        "    Process(target=utils.init_processes, args=(args,)).start()\n"
+    )
     assert "DDL101" not in [f.code for f in doctor.check_source(script.format(start=own))]
     assert "DDL101" in [
         f.code for f in doctor.check_source(script.format(start="utils.init_processes(args)\n"))
     ]
+
+
+def test_an_attribute_read_where_the_other_branch_reads_it_through_module():
+    """Corpus 19 (seen): gns picks `simulator.module.predict(...)` under DDP and `simulator.predict(...)` on the
+    CPU, where the simulator is not wrapped; the script chooses, whatever its test reads."""
+    script = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "sim = DDP(Simulator())\n{use}"
+    )
+    chosen = [
+        "out = sim.module.predict(x) if isinstance(device_id, int) else sim.predict(x)\n",
+        "if device == 'cuda':\n    sim.module.save('m.pt')\nelse:\n    sim.save('m.pt')\n",
+    ]
+    for use in chosen:
+        assert "DDL125" not in [f.code for f in doctor.check_source(script.format(use=use))], use
+    plain = "out = sim.predict(x) if isinstance(device_id, int) else None\n"
+    assert "DDL125" in [f.code for f in doctor.check_source(script.format(use=plain))]
+
+
+def test_a_sampler_whose_epoch_a_trainer_module_sets(tmp_path):
+    """Corpus 19 (seen): foundation-model-stack's train.py builds the DistributedSampler and hands the loader
+    to `trainer.train(...)`, whose epoch loop calls `data.sampler.set_epoch(epoch)`; a trainer that does not
+    leaves the finding."""
+    main = (
+        "from torch.utils.data import DataLoader, DistributedSampler\nfrom fms import trainer\n"
+        "sampler = DistributedSampler(ds, shuffle=True)\nloader = DataLoader(ds, sampler=sampler)\n"
+        "trainer.train(model, loader, epochs=3)\n"
+    )
+    for epoch_line, expected in (("        data.sampler.set_epoch(epoch)\n", []), ("", ["DDL105"])):
+        helper = (
+            (
+                "def one_epoch(model, data, epoch):\n" + epoch_line + "        for x in data:\n"
+                "            model(x).sum().backward()\n"
+                "def train(model, data, epochs):\n    for epoch in range(epochs):\n"
+                "        one_epoch(model, data, epoch)\n"
+            )
+            .replace("        data.sampler", "    data.sampler")
+            .replace("        for x", "    for x")
+        )
+        helper = helper.replace("            model(x)", "        model(x)")
+        files = {"train.py": main, "fms/__init__.py": "", "fms/trainer.py": helper}
+        found = check_in_project(tmp_path / str(bool(expected)), files, "train.py")
+        assert [c for c in found if c == "DDL105"] == expected, (epoch_line, found)
+
+
+def test_a_repository_that_asserts_its_local_rank_is_the_global_one(tmp_path):
+    """Corpora 11, 13 and 19 (seen): Point-BERT's main.py asserts `args.local_rank == dist.get_rank()` and its
+    runner saves under `if args.local_rank == 0`: one writer in the job, not one a node."""
+    runner = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def run_net(args, net):\n    model = DDP(net)\n    if args.local_rank == 0:\n"
+        "        torch.save(model.module.state_dict(), 'ckpt.pth')\n"
+    )
+    for assertion, expected in (
+        ("    assert args.local_rank == torch.distributed.get_rank()\n", []),
+        ("", ["DDL107"]),
+    ):
+        main = (
+            "import torch\nfrom tools import run_net\ndef main(args):\n"
+            + assertion
+            + "    run_net(args, net)\n"
+        )
+        files = {
+            ".git/HEAD": "",
+            "main.py": main,
+            "tools/__init__.py": "",
+            "tools/runner.py": runner,
+        }
+        found = check_in_project(tmp_path / str(bool(expected)), files, "tools/runner.py")
+        assert [c for c in found if c == "DDL107"] == expected, (assertion, found)

@@ -1099,6 +1099,9 @@ class Checker:
         one-writer-a-node guard is then rank 0's."""
         if self.called_local_is_global:
             return True
+        root = Project.root_of(self.path) if self.path != "<string>" else None
+        if root is not None and Project.asserts_local_is_global(root):
+            return True
         holders = {"local_rank"}  # `args.device_id = args.gpus = args.local_rank`
         for n in self.nodes:
             if isinstance(n, ast.Assign) and "local_rank" in ast.unparse(n.value).lower():
@@ -1817,8 +1820,24 @@ class SamplerWithoutSetEpoch(CallRule):
     code = "DDL105"
 
     def check(self, call, name, callee):
-        if callee == "DistributedSampler" and not self.m.set_epoch_called and self.m.shuffles(call):
+        if (
+            callee == "DistributedSampler"
+            and not self.m.set_epoch_called
+            and self.m.shuffles(call)
+            and not self.epoched_by_a_trainer()
+        ):
             self.add(call)
+
+    def epoched_by_a_trainer(self):
+        """A project module whose function this module calls sets the epoch on the loader's own sampler
+        (foundation-model-stack's trainer.py: `data.sampler.set_epoch(epoch)` in the epoch loop that
+        `trainer.train(...)` runs; corpus 19, seen)."""
+        return any(
+            ".sampler.set_epoch(" in Project.text(target[0])
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and (target := self.m.project.defined.get(dotted(n.func))) is not None
+        )
 
     def end(self):
         """A sampler built by the same helper as one that gets set_epoch, that does not get it itself:
@@ -4004,6 +4023,15 @@ class WrapperAttribute(Rule):
         ours = branch_of(node)
         return any(ours.get(p, side) != side for p, side in branch_of(binding).items())
 
+    def other_branch(self, branching, node):
+        """The source of the branch of an if (or a conditional expression) that does not hold `node`."""
+        if isinstance(branching, ast.IfExp):
+            body, orelse = [branching.body], [branching.orelse]
+        else:
+            body, orelse = branching.body, branching.orelse
+        inside = any(node is n for s in body for n in ast.walk(s))
+        return "\n".join(ast.unparse(s) for s in (orelse if inside else body))
+
     def tested(self, node, name):
         """Under a test of the wrapper: `if hasattr(model, "module")`, `... if isinstance(model, DDP) else`,
         `hasattr(model, "embeds") and model.embeds.patch_size`."""
@@ -4025,6 +4053,10 @@ class WrapperAttribute(Rule):
                 if re.search(r"distributed|parallel_mode|world_size|num_processes", text, re.I):
                     return (
                         True  # parler-tts' `if training_args.parallel_mode.value != "distributed":`
+                    )
+                if f"{name}.module." in self.other_branch(parent, node):
+                    return (
+                        True  # gns: `sim.module.f(x) if isinstance(device_id, int) else sim.f(x)`
                     )
             if isinstance(parent, ast.ExceptHandler):
                 try_ = self.m.parent.get(parent)
@@ -5575,6 +5607,15 @@ class Project:
             rf"(?<![\w-]){re.escape(Path(path).name)}(?!\w)"
         )  # not pretrain.py for train.py
         return root is not None and any(named.search(c) for c in Project.launches(root))
+
+    @staticmethod
+    @functools.cache
+    def asserts_local_is_global(root):
+        """Whether a module of the repository asserts that the local rank is the global one (`assert
+        args.local_rank == torch.distributed.get_rank()`: Point-BERT's main.py and the repositories built on it,
+        corpora 11, 13 and 19, seen): the run is one node's, and its local rank 0 is rank 0."""
+        said = re.compile(r"^\s*assert\s+[\w.]*local_rank\s*==\s*[\w.]*get_rank\(\)", re.M)
+        return any(said.search(Project.text(page)) for page in Project.pages(root, (".py",)))
 
     @staticmethod
     @functools.cache
