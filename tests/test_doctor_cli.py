@@ -276,4 +276,8 @@ def test_explain_marks_the_preview_rules_and_gives_each_rules_measured_precision
     assert doctor.explain("DDL102").endswith("runs by default.")
     assert "no finding yet" in doctor.explain("DDL123")  # never fired in public: runs by default
     assert "DDL123" not in doctor.PREVIEW
-    assert "a preview rule until one measures it" in doctor.explain("DDL152")
+
+
+def test_a_rule_no_never_seen_set_has_measured_is_a_preview_rule(monkeypatch):
+    monkeypatch.setattr(doctor, "UNMEASURED", frozenset({"DDL123"}))
+    assert "a preview rule until one measures it" in doctor.explain("DDL123")
