@@ -7,6 +7,7 @@ Slurm's own clock is the one thing not waited for: the time-limit warning (`--si
 
 import os
 import subprocess
+import time
 
 import pytest
 from slurm_cluster import Cluster, Unavailable
@@ -20,7 +21,7 @@ FLAGS = ["--task", "cancer", "--epochs", "6", "--batch-size", "16"]
 CPU_NODES = ["--nodes=2", "--gpus-per-node=0", "--cpus-per-task=1", "--time=10"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once a worker: xdist may run other modules' tests between these
 def cluster(tmp_path_factory):
     try:
         c = Cluster(tmp_path_factory.mktemp("slurm")).start()
@@ -197,3 +198,16 @@ def test_accelerate_sbatch_passes_arguments_with_spaces_quotes_and_semicolons_in
         log.unlink(missing_ok=True)
         subprocess.run(["rm", "-rf", str(out)], timeout=60)
         planted.unlink(missing_ok=True)
+
+
+def test_stop_returns_only_once_what_it_started_has_exited(tmp_path):
+    """A munged that takes its time to exit after SIGTERM (here a shell that sleeps in its TERM trap) is gone
+    when stop() returns: the next cluster's start() asks whether a munged runs, and must not hear a dying one."""
+    slow = subprocess.Popen(
+        ["bash", "-c", "trap 'sleep 0.5; exit 0' TERM; while :; do sleep 0.05; done"]
+    )
+    time.sleep(0.3)  # the trap is set
+    cluster = Cluster(tmp_path)
+    cluster.pids.append(slow.pid)
+    cluster.stop()
+    assert slow.poll() is not None  # exited (and reaped here) before stop() returned
