@@ -2656,3 +2656,31 @@ def test_a_repository_that_asserts_its_local_rank_is_the_global_one(tmp_path):
         }
         found = check_in_project(tmp_path / str(bool(expected)), files, "tools/runner.py")
         assert [c for c in found if c == "DDL107"] == expected, (assertion, found)
+
+
+def test_a_function_of_a_script_that_nothing_runs_makes_no_mistake(tmp_path):
+    """Corpus 20 (seen): sngp-segmentation's `self_training_process` and a distillation script's `main()` are
+    defined and never called (its `__main__` calls `main_distill()`): their lines never run. A function the
+    script calls, a function called only from one that runs, one another module imports, one a decorator
+    registers, and every function of a module that is no script (no `__main__` block) are still checked."""
+    script = (
+        "import torch\n\ndef old_main():\n    helper()\n\ndef helper():\n"
+        "    state = torch.load('ckpt.pt', weights_only=False)\n\ndef main():\n    pass\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    library = script.replace("if __name__ == '__main__':\n    main()\n", "")
+    cases = [
+        ({}, script, []),  # old_main and helper never run
+        ({}, script.replace("def main():\n    pass", "def main():\n    old_main()"), ["DDL109"]),
+        ({"eval.py": "from train import helper\nhelper()\n"}, script, ["DDL109"]),
+        ({}, script.replace("def helper():", "@register\ndef helper():"), ["DDL109"]),
+        ({}, script.replace("if __name__ == '__main__':\n    main()\n", ""), ["DDL109"]),
+        # a module the repository's scripts import: what none of them names never runs
+        ({"run.py": "from train import main\nmain()\n"}, library, []),
+        ({"run.py": "import train as t\nt.old_main()\n"}, library, ["DDL109"]),
+        ({"run.py": "from train import *\nmain()\n"}, library, ["DDL109"]),
+    ]
+    for i, (others, train, expected) in enumerate(cases):
+        files = {".git/HEAD": "", "train.py": train, **others}
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert found == expected, (i, found)

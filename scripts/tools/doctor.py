@@ -6285,12 +6285,80 @@ def check_source(source, path="<string>", neighbours=False, called=None):
             r"[,\s]+", match.group("codes").upper()
         )  # as ruff: exact codes
 
+    if neighbours and checker.found:
+        dead = dead_functions(tree, path)
+        checker.found = [
+            f for f in checker.found if not any(a <= f.line <= b for a, b in dead.values())
+        ]
     # one finding a place and code; where a call's finding also says where the mistake is, that one
     unique = {f: f for f in checker.found if not f.via}
     unique.update({f: f for f in checker.found if f.via})
     return sorted(
         (f for f in unique.values() if not suppressed(f)), key=lambda f: (f.line, f.col, f.code)
     )
+
+
+def dead_functions(tree, path):
+    """The top-level functions of a script (a module with an `if __name__ == "__main__":` block), or of a module
+    other files of its repository import, that never run, as name -> (first line, last line): nothing in the
+    module names them but their own body or another such function, nothing decorates them, and no file of the
+    repository imports them from it (`from train import f`, `train.f`). A mistake there is not made
+    (sngp-segmentation's `self_training_process`, which its scripts never import; corpus 20, seen). Not in a
+    module nothing imports (a library's, whose users call it), one imported with `*`, or one that hands its
+    functions out by name (`fire.Fire()` with no argument, `globals()`)."""
+    root = Project.root_of(path) if path != "<string>" else None
+    if root is None:
+        return {}
+    stem = Path(path).stem
+    suffixes = (".py", ".ipynb", ".yaml", ".yml", ".json", ".toml", ".cfg", ".sh", ".md")
+    importers = [
+        Project.text(page)
+        for page in Project.pages(root, suffixes)
+        if page.resolve() != Path(path).resolve()
+        and re.search(rf"\b{re.escape(stem)}\b", Project.text(page))
+    ]
+    imports = re.compile(rf"from\s+[\w.]*\b{re.escape(stem)}\s+import\b|\b{re.escape(stem)}\.\w")
+    script = any(isinstance(s, ast.If) and "__main__" in ast.unparse(s.test) for s in tree.body)
+    if not script and not any(imports.search(text) for text in importers):
+        return {}  # a module nothing here imports may be a library's: its users call it
+    if any(re.search(rf"\b{re.escape(stem)}\s+import\s+\*", text) for text in importers):
+        return {}
+    functions = {
+        s.name: s
+        for s in tree.body
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list
+    }
+    mentions = {name: set() for name in functions}  # name -> the top-level functions that name it
+    for statement in tree.body:
+        owner = getattr(statement, "name", None) if statement in functions.values() else None
+        for n in ast.walk(statement):
+            if isinstance(n, ast.Call) and last(dotted(n.func)) in ("Fire", "globals", "locals"):
+                return {}
+            word = (
+                n.id
+                if isinstance(n, ast.Name)
+                else n.attr
+                if isinstance(n, ast.Attribute)
+                else n.value
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                else None
+            )
+            if word in mentions and word != owner:
+                mentions[word].add(owner)
+
+    def imported(
+        name,
+    ):  # any file that names the module and the function (`import pkg.train as t; t.f()`)
+        return any(re.search(rf"\b{re.escape(name)}\b", text) for text in importers)
+
+    dead, changed = set(), True
+    while changed:
+        changed = False
+        for name in functions:
+            if name not in dead and mentions[name] <= dead and not imported(name):
+                dead.add(name)
+                changed = True
+    return {name: (functions[name].lineno, functions[name].end_lineno) for name in dead}
 
 
 def explain(code):
