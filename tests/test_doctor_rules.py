@@ -2684,3 +2684,22 @@ def test_a_function_of_a_script_that_nothing_runs_makes_no_mistake(tmp_path):
         files = {".git/HEAD": "", "train.py": train, **others}
         found = check_in_project(tmp_path / str(i), files, "train.py")
         assert found == expected, (i, found)
+
+
+def test_transformers_trainers_main_process_flags_guard_the_save():
+    """Corpus 20 (seen): BabyLM's trainer saves under `if self.args.should_save:` and transformers' Trainer
+    under `self.is_world_process_zero()`, both true on the main process only; a flag of one's own named
+    `should_save` (every N epochs, every rank) guards nothing."""
+    script = (
+        DDP_HEAD
+        + "model = DDP(net)\n{guard}\n    torch.save(model.module.state_dict(), 'm.pt')\n"
+        + DDP_TAIL
+    )
+    for guard, expected in (
+        ("if self.args.should_save:", []),
+        ("if trainer.is_world_process_zero():", []),
+        ("should_save = epoch % 5 == 0\nif should_save:", ["DDL107"]),
+        ("if utils.should_save_checkpoint(step):", ["DDL107"]),  # lerobot's: every N steps
+    ):
+        found = [f.code for f in doctor.check_source(script.format(guard=guard))]
+        assert [c for c in found if c == "DDL107"] == expected, (guard, found)

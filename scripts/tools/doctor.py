@@ -78,6 +78,8 @@ RANK_WORDS = (
     "global_zero",  # Lightning's trainer.is_global_zero
     "is_root",  # Horovod/MPI style: distr_backend.is_root_worker(), is_root
     "root_worker",
+    # transformers' Trainer: `self.is_world_process_zero()` (and `args.should_save`: mentions_rank)
+    "world_process_zero",
 )
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 # calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
@@ -688,7 +690,11 @@ def mentions_rank(test):
     ):
         return False
     text = ast.unparse(test).lower()
-    return any(word in text for word in RANK_WORDS)
+    # transformers' `args.should_save`: the main process's (one a node with save_on_each_node); not a name of
+    # one's own (`should_save = epoch % 5 == 0`) nor a function's (`utils.should_save_checkpoint(step)`)
+    return any(word in text for word in RANK_WORDS) or bool(
+        re.search(r"\.should_save\b(?!\()", text)
+    )
 
 
 def shuffles_true(value):
@@ -2543,7 +2549,10 @@ def selects_main(test):
             and mentions_rank(test)
         )
     return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and bool(
-        re.search(r"is_main|is_master|main_process|is_primary|global_zero", ast.unparse(test))
+        re.search(
+            r"is_main|is_master|main_process|is_primary|global_zero|\.should_save\b(?!\()|world_process_zero",
+            ast.unparse(test),
+        )
     )
 
 
