@@ -78,8 +78,7 @@ RANK_WORDS = (
     "global_zero",  # Lightning's trainer.is_global_zero
     "is_root",  # Horovod/MPI style: distr_backend.is_root_worker(), is_root
     "root_worker",
-    # transformers' Trainer: `self.is_world_process_zero()` (and `args.should_save`: mentions_rank)
-    "world_process_zero",
+    "world_process_zero",  # transformers' Trainer: self.is_world_process_zero()
 )
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 # calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
@@ -690,11 +689,7 @@ def mentions_rank(test):
     ):
         return False
     text = ast.unparse(test).lower()
-    # transformers' `args.should_save`: the main process's (one a node with save_on_each_node); not a name of
-    # one's own (`should_save = epoch % 5 == 0`) nor a function's (`utils.should_save_checkpoint(step)`)
-    return any(word in text for word in RANK_WORDS) or bool(
-        re.search(r"\.should_save\b(?!\()", text)
-    )
+    return any(word in text for word in RANK_WORDS)
 
 
 def shuffles_true(value):
@@ -1447,6 +1442,24 @@ class Checker:
             for t in n.targets
             if dotted(t) and not re.search(r"rank|main|master", dotted(t), re.I)
         } | set(flags_set_under_rank_checks(self.nodes, self.parent))
+        # transformers' `args.should_save`, which the Trainer sets on the main process (on one a node with
+        # save_on_each_node), where the module sets no `.should_save` of its own (open_clip does)
+        if not any(
+            isinstance(t, ast.Attribute) and t.attr == "should_save"
+            for n in self.nodes
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+        ):
+            flags |= {
+                dotted(n)
+                for n in self.nodes
+                if isinstance(n, ast.Attribute)
+                and n.attr == "should_save"
+                and dotted(n)
+                and not (  # not a function of that name (`utils.should_save()`)
+                    isinstance(self.parent.get(n), ast.Call) and self.parent[n].func is n
+                )
+            }
         # `should_log = should_write and logging` (AdaBins, corpus 17): one link a pass
         for _ in range(2):
             flags |= {
@@ -2550,7 +2563,7 @@ def selects_main(test):
         )
     return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and bool(
         re.search(
-            r"is_main|is_master|main_process|is_primary|global_zero|\.should_save\b(?!\()|world_process_zero",
+            r"is_main|is_master|main_process|is_primary|global_zero|world_process_zero",
             ast.unparse(test),
         )
     )
