@@ -6,18 +6,18 @@
     ddp-doctor --preview train.py  # the preview rules too: more of the mistakes, and more false findings
     ddp-doctor --select DDL1 --ignore DDL113 --output-format sarif --statistics src/
 
-One finding a line, as flake8 and ruff print them, so editors and CI read them: `path:line:col: CODE message
-(guide)`; --output-format json, github (workflow annotations) or sarif (2.1.0, for code scanning) instead. By
-default only the rules that were right at least 0.8 of the time on public code doctor had never seen run; the
-others are preview rules (--explain marks them, and says each rule's measured precision), run with --preview or
-when --select names their exact code. A `[tool.ddp-doctor]` section (select, ignore, preview) in the checked
-project's nearest pyproject.toml sets the codes; --select, --ignore and --preview replace its values.
-`# noqa: CODE` on a line silences that exact code there. Exit code 0 when nothing was found, 1 when something
-was, 2 on bad input (a file that cannot be read or parsed, a bad
-option or section), with one `error:` line each. The rules are listed by --explain without a code; each names
-the fix and the section of guides/your-script.md that shows it. The checker reads the code as written: it knows
-names (`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), each read as its import makes it (an
-alias is resolved), not types, so a helper that hides a collective behind another name is not seen.
+One finding a line, as flake8 and ruff print them, so editors and CI read them:
+`path:line:col: CODE message (guide)`; --output-format json, github (workflow annotations) or sarif (2.1.0, for
+code scanning) instead. By default only the rules that were right at least 0.8 of the time on public code doctor
+had never seen run; the others are preview rules (--explain marks them, and says each rule's measured
+precision), run with --preview or when --select names their exact code. A `[tool.ddp-doctor]` section (select,
+ignore, preview) in the checked project's nearest pyproject.toml sets the codes; --select, --ignore and
+--preview replace its values. `# noqa: CODE` on a line silences that exact code there. Exit code 0 when nothing
+was found, 1 when something was, 2 on bad input (a file that cannot be read or parsed, a bad option or section),
+with one `error:` line each. The rules are listed by --explain without a code; each names the fix and the
+section of guides/your-script.md that shows it. The checker reads the code as written: it knows names
+(`dist.barrier`, `accelerator.prepare`, `DistributedSampler`), each read as its import makes it (an alias is
+resolved), not types, so a helper that hides a collective behind another name is not seen.
 """
 
 import argparse
@@ -1085,13 +1085,17 @@ class Checker:
         return test.attr in Project.one_process_flags(str(Path(self.path).resolve()))
 
     @functools.cached_property
+    def root(self):
+        """The repository around the checked file (Project.root_of), or None (a string, or no repository)."""
+        return Project.root_of(self.path) if self.path != "<string>" else None
+
+    @functools.cached_property
     def single_node(self):
         """The repository launches this work on one machine only: its pages and shell scripts give distributed
         launches, and none names several nodes (Project.single_node). A global rank is then a local one (DEIM's
         `torchrun --nproc_per_node=4`, corpus 17, seen). Not asked of a one-writer-a-node guard: the judges of
         corpora 11-16 counted those true wherever the code can run on several nodes."""
-        root = Project.root_of(self.path) if self.path != "<string>" else None
-        return root is not None and Project.single_node(root)
+        return self.root is not None and Project.single_node(self.root)
 
     @functools.cached_property
     def local_is_global(self):
@@ -1102,8 +1106,7 @@ class Checker:
         one-writer-a-node guard is then rank 0's."""
         if self.called_local_is_global:
             return True
-        root = Project.root_of(self.path) if self.path != "<string>" else None
-        if root is not None and Project.asserts_local_is_global(root):
+        if self.root is not None and Project.asserts_local_is_global(self.root):
             return True
         holders = {"local_rank"}  # `args.device_id = args.gpus = args.local_rank`
         for n in self.nodes:
@@ -1474,11 +1477,15 @@ class Checker:
             }
         return flags
 
-    def calls_a_helper_saying(self, pattern):
+    def calls_a_helper_saying(self, pattern, whole_module=False):
         """Whether a function of the project that this module calls has `pattern` in its source (an init helper
-        that reads LOCAL_RANK, sets the device, or returns before it joins)."""
+        that reads LOCAL_RANK, sets the device, or returns before it joins); `whole_module`: in the source of
+        the module that defines it (a trainer whose epoch loop, another function there, sets the epoch)."""
         return any(
-            re.search(pattern, Project.source_of(*target))
+            re.search(
+                pattern,
+                Project.text(target[0]) if whole_module else Project.source_of(*target),
+            )
             for n in self.nodes
             if isinstance(n, ast.Call)
             and (target := self.project.defined.get(dotted(n.func))) is not None
@@ -1725,7 +1732,7 @@ class DeprecatedLauncher(Rule):
     def starts_processes(self):
         """The module starts its processes itself: `mp.spawn(run, ...)`, `Process(target=run)`, or a function
         of another module (LSGM's `Process(target=utils.init_processes, ...)`, corpus 19, seen)."""
-        return bool(self.m.spawned) or any(
+        return any(
             isinstance(c, ast.Call)
             and last(dotted(c.func)) in LAUNCHERS
             and any(
@@ -1853,12 +1860,7 @@ class SamplerWithoutSetEpoch(CallRule):
         """A project module whose function this module calls sets the epoch on the loader's own sampler
         (foundation-model-stack's trainer.py: `data.sampler.set_epoch(epoch)` in the epoch loop that
         `trainer.train(...)` runs; corpus 19, seen)."""
-        return any(
-            ".sampler.set_epoch(" in Project.text(target[0])
-            for n in self.m.nodes
-            if isinstance(n, ast.Call)
-            and (target := self.m.project.defined.get(dotted(n.func))) is not None
-        )
+        return self.m.calls_a_helper_saying(r"\.sampler\.set_epoch\(", whole_module=True)
 
     def end(self):
         """A sampler built by the same helper as one that gets set_epoch, that does not get it itself:
@@ -6308,7 +6310,7 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         )  # as ruff: exact codes
 
     if neighbours and checker.found:
-        dead = dead_functions(tree, path)
+        dead = dead_functions(tree, path, checker.root)
         checker.found = [
             f for f in checker.found if not any(a <= f.line <= b for a, b in dead.values())
         ]
@@ -6320,15 +6322,14 @@ def check_source(source, path="<string>", neighbours=False, called=None):
     )
 
 
-def dead_functions(tree, path):
+def dead_functions(tree, path, root):
     """The top-level functions of a script (a module with an `if __name__ == "__main__":` block), or of a module
     other files of its repository import, that never run, as name -> (first line, last line): nothing in the
     module names them but their own body or another such function, nothing decorates them, and no file of the
     repository imports them from it (`from train import f`, `train.f`). A mistake there is not made
     (sngp-segmentation's `self_training_process`, which its scripts never import; corpus 20, seen). Not in a
     module nothing imports (a library's, whose users call it), one imported with `*`, or one that hands its
-    functions out by name (`fire.Fire()` with no argument, `globals()`)."""
-    root = Project.root_of(path) if path != "<string>" else None
+    functions out by name (`fire.Fire()` with no argument, `globals()`). `root`: the repository's folder."""
     if root is None:
         return {}
     stem = Path(path).stem
