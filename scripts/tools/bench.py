@@ -734,8 +734,12 @@ def checkpoints(b):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         loader = data.loader(train_ds, 32, shuffle=True, drop_last=True, device=b.device)
 
+        # a quick run times the first batches and scales them to the epoch (a GPT epoch takes ~16 s on a CPU;
+        # quick checks the machinery, not speed)
+        timed_batches = min(len(loader), 40) if b.quick else len(loader)
+
         def epoch():
-            for batch in loader:
+            for batch in itertools.islice(loader, timed_batches):
                 loss = F.cross_entropy(
                     model(batch["inputs"].to(b.device)), batch["labels"].to(b.device)
                 )
@@ -744,6 +748,7 @@ def checkpoints(b):
                 optimizer.step()
 
         epoch_seconds = alternate({"epoch": epoch}, 1 if b.quick else 2, b.sync)["epoch"]
+        epoch_seconds *= len(loader) / timed_batches
         directory = b.work / f"checkpoints-{task}"
         pickle_path = b.work / f"state-{task}.pt"
         counter = itertools.count(1)
@@ -784,6 +789,7 @@ def checkpoints(b):
             "model": type(model).__name__,
             "checkpoint_bytes": size,
             "epoch_seconds": epoch_seconds,
+            "epoch_batches_timed": f"{timed_batches} of {len(loader)}",
             "save_seconds": save,
             "load_seconds": load,
             "save_ratio_vs_torch_save": save["checkpoint.save"] / save["torch.save"],
