@@ -2703,3 +2703,41 @@ def test_transformers_trainers_main_process_flags_guard_the_save():
     ):
         found = [f.code for f in doctor.check_source(script.format(guard=guard))]
         assert [c for c in found if c == "DDL107"] == expected, (guard, found)
+
+
+def test_what_corpus_20_taught_the_rank_checks_and_the_sampler(tmp_path):
+    """Corpus 20 (seen), three false findings: sngp-segmentation's `device = rank % torch.cuda.device_count()`
+    then `if device == 0:` around a folder it makes (one process a node, not every rank: DDL137 holds that
+    safe), and babylm's DistributedSampler in a method of a subclass of transformers' Trainer, whose epoch
+    loop sets the sampler's epoch. Each beside the shape that is still the mistake."""
+    folder = (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "def main():\n    rank = int(os.environ['RANK'])\n    dist.init_process_group('nccl')\n"
+        "    {bind}\n    if device == 0:\n        os.mkdir('checkpoints')\n"
+        "    dist.destroy_process_group()\n"
+    )
+    assert doctor.check_source(folder.format(bind="device = rank % torch.cuda.device_count()")) == []
+    # a device index from elsewhere picks no process: every rank makes the folder
+    found = doctor.check_source(folder.format(bind="device = torch.cuda.current_device()"))
+    assert [f.code for f in found] == ["DDL137"], found
+    # the local rank is one writer a node: a file saved under it is still once per node (DDL107)
+    saved = (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "def main():\n    rank = int(os.environ['RANK'])\n    dist.init_process_group('nccl')\n"
+        "    device = rank % torch.cuda.device_count()\n    model = DDP(net)\n"
+        "    if device == 0:\n        torch.save(model.module.state_dict(), 'ckpt.pth')\n"
+        "    dist.destroy_process_group()\n"
+    )
+    assert [f.code for f in doctor.check_source(saved)] == ["DDL107"]
+    trainer = (
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "{imports}\nclass CustomTrainer({base}):\n    def _get_train_sampler(self):\n"
+        "        return DistributedSampler(self.train_dataset, num_replicas=self.args.world_size,\n"
+        "                                  rank=self.args.process_index)\n"
+    )
+    library = trainer.format(imports="from transformers import Trainer", base="Trainer")
+    assert doctor.check_source(library) == []
+    # a trainer of the project's own sets no epoch unless it says so
+    own = trainer.format(imports="from mytrainers import BaseTrainer", base="BaseTrainer")
+    assert [f.code for f in doctor.check_source(own)] == ["DDL105"]

@@ -1259,7 +1259,12 @@ class Checker:
         child = node
         for parent in self.parents_of(node):
             if isinstance(parent, ast.If) and self.picks_ranks(parent.test):
-                return per_node_too or not per_node(parent.test) or self.local_is_global
+                one_a_node = per_node(parent.test) or any(
+                    dotted(n) in self.local_rank_holders
+                    for n in ast.walk(parent.test)
+                    if isinstance(n, (ast.Name, ast.Attribute))
+                )
+                return per_node_too or not one_a_node or self.local_is_global
             if (
                 isinstance(parent, ast.If)
                 and "__main__" in ast.unparse(parent.test)
@@ -1538,13 +1543,29 @@ class Checker:
     @functools.cached_property
     def rank_holders(self):
         """Names handed to `init_process_group(rank=...)` that do not say rank (DROID-SLAM's `rank=gpu`, corpus
-        14): the process's rank under another name, so `if gpu == 0:` picks rank 0."""
-        return {
+        14): the process's rank under another name, so `if gpu == 0:` picks rank 0. And names bound to the rank
+        modulo a count (`device = rank % torch.cuda.device_count()`, sngp-segmentation's, corpus 20, seen): the
+        local rank, so `if device == 0:` picks one process a node."""
+        handed = {
             dotted(rank)
             for n in self.nodes
             if isinstance(n, ast.Call) and last(dotted(n.func)) == "init_process_group"
             for rank in [keyword(n, "rank")]
             if rank is not None and dotted(rank) and not mentions_rank(rank)
+        }
+        return handed | self.local_rank_holders
+
+    @functools.cached_property
+    def local_rank_holders(self):
+        return {
+            dotted(t)
+            for n in self.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.BinOp)
+            and isinstance(n.value.op, ast.Mod)
+            and mentions_rank(n.value.left)
+            for t in n.targets
+            if dotted(t) and not mentions_rank(t)
         }
 
     def parents_of(self, node):
@@ -1853,8 +1874,21 @@ class SamplerWithoutSetEpoch(CallRule):
             and not self.m.set_epoch_called
             and self.m.shuffles(call)
             and not self.epoched_by_a_trainer()
+            and not self.in_a_library_trainer(call)
         ):
             self.add(call)
+
+    def in_a_library_trainer(self, call):
+        """In a method of a subclass of transformers' Trainer (`get_train_sampler` overridden): the Trainer's
+        epoch loop sets the epoch on its loader's sampler itself (babylm's CustomTrainer, corpus 20, seen)."""
+        return any(
+            isinstance(parent, ast.ClassDef)
+            and any(
+                re.fullmatch(r"(transformers|trl)\.(\w+\.)*\w*Trainer", dotted(base))
+                for base in parent.bases
+            )
+            for parent in self.m.parents_of(call)
+        )
 
     def epoched_by_a_trainer(self):
         """A project module whose function this module calls sets the epoch on the loader's own sampler
