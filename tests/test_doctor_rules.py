@@ -2716,7 +2716,9 @@ def test_what_corpus_20_taught_the_rank_checks_and_the_sampler(tmp_path):
         "    {bind}\n    if device == 0:\n        os.mkdir('checkpoints')\n"
         "    dist.destroy_process_group()\n"
     )
-    assert doctor.check_source(folder.format(bind="device = rank % torch.cuda.device_count()")) == []
+    assert (
+        doctor.check_source(folder.format(bind="device = rank % torch.cuda.device_count()")) == []
+    )
     # a device index from elsewhere picks no process: every rank makes the folder
     found = doctor.check_source(folder.format(bind="device = torch.cuda.current_device()"))
     assert [f.code for f in found] == ["DDL137"], found
