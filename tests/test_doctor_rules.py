@@ -2743,3 +2743,45 @@ def test_what_corpus_20_taught_the_rank_checks_and_the_sampler(tmp_path):
     # a trainer of the project's own sets no epoch unless it says so
     own = trainer.format(imports="from mytrainers import BaseTrainer", base="BaseTrainer")
     assert [f.code for f in doctor.check_source(own)] == ["DDL105"]
+
+
+def test_an_amp_import_the_script_never_uses_is_not_deprecated_mixed_precision():
+    """Corpus 21 (seen): RocWeather's `import torch.cuda.amp as amp` and VITS-accelerate's `from torch.cuda.amp
+    import autocast, GradScaler`, never used (fp32, or Accelerate's own autocast). An import that is used is
+    reported once, at the import, not again at each use."""
+    cases = {  # source: the DDL102 lines
+        "import torch.cuda.amp as amp\nx = 1\n": [],
+        "from torch.cuda.amp import autocast, GradScaler\nx = 1\n": [],
+        "from torch.cuda import amp, Stream\ns = Stream()\n": [],
+        "import torch.cuda.amp as amp\nscaler = amp.GradScaler()\nwith amp.autocast():\n    pass\n": [
+            1
+        ],
+        "from torch.cuda.amp import autocast, GradScaler\nscaler = GradScaler()\n": [1],
+        "from torch.cuda import amp\nwith amp.autocast():\n    pass\n": [1],
+        "import torch\nwith torch.cuda.amp.autocast():\n    pass\n": [2],
+        "import torch.cuda.amp\nx = 1\n": [1],
+    }
+    for source, lines in cases.items():
+        found = [f.line for f in doctor.check_source(source) if f.code == "DDL102"]
+        assert found == lines, source
+
+
+def test_a_block_a_constant_test_switches_off_is_not_run():
+    """Corpus 21 (seen): srgan_cosmo2d's `if 0:` around a `torch.load` of the best checkpoint on every rank.
+    Python compiles such a block away; the same load under a real test is reported."""
+    load = "model.load_state_dict(torch.load('best.pth'))"
+    script = (
+        DDP_HEAD
+        + "model = DDP(net)\nif rank == 0:\n    torch.save(model.module.state_dict(), 'best.pth')\n"
+        "if {test}:\n    {body}\n{other}" + DDP_TAIL
+    )
+    for test, body, other, expected in (
+        ("0", load, "", []),
+        ("False", load, "", []),
+        ("True", "pass", f"else:\n    {load}\n", []),
+        ("args.resume", load, "", ["DDL122", "DDL132"]),
+        ("True", load, "", ["DDL122", "DDL132"]),
+    ):
+        source = script.format(test=test, body=body, other=other)
+        found = [f.code for f in doctor.check_source(source)]
+        assert sorted(c for c in found if c in ("DDL122", "DDL132")) == expected, (test, found)

@@ -1804,18 +1804,35 @@ class DeprecatedAmp(Rule):
     def visit_ImportFrom(self, node):
         module = node.module or ""
         apex = module == "apex" and any(a.name == "amp" for a in node.names)
-        if apex or module.startswith("apex.amp") or module == "torch.cuda.amp":
+        if apex or module.startswith("apex.amp"):
             self.add(node)
+        elif module == "torch.cuda.amp" and self.used(node):
+            self.add(node)
+        elif module == "torch.cuda" and self.used(node, only="amp"):
+            self.add(node)  # `from torch.cuda import amp`
 
     def visit_Import(self, node):
         for alias in node.names:
-            if alias.name in ("apex.amp",) or alias.name.startswith("torch.cuda.amp"):
+            if alias.name in ("apex.amp",):
                 self.add(node)
+            elif alias.name.startswith("torch.cuda.amp") and (not alias.asname or self.used(node)):
+                self.add(node)
+
+    def used(self, node, only=None):
+        """Whether a name this import binds (of the imported `only`, if given) is read anywhere (an import the
+        script never uses runs nothing deprecated: RocWeather's `import torch.cuda.amp as amp`, VITS's under
+        Accelerate; corpus 21, seen)."""
+        bound = {alias.asname or alias.name for alias in node.names if only in (None, alias.name)}
+        return any(getattr(n, "qualified_from", None) in bound for n in self.m.nodes)
 
     def visit_Attribute(self, node):
         name = dotted(node)
-        if hasattr(node, "qualified_from"):
-            pass  # an imported name, resolved: its import is reported
+        base = node
+        while isinstance(base, ast.Attribute) and not hasattr(base, "qualified_from"):
+            base = base.value
+        if hasattr(base, "qualified_from"):
+            pass  # an imported name, resolved (`amp.autocast` after `import torch.cuda.amp as amp`): its
+            # import is reported
         elif name.startswith("torch.cuda.amp.") and name.count(".") == 3:
             self.add(node)
         # not apex.parallel.DistributedDataParallel: a DDP wrapper, no mixed precision (read as amp twice,
@@ -6351,12 +6368,27 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         checker.found = [
             f for f in checker.found if not any(a <= f.line <= b for a, b in dead.values())
         ]
+    off = switched_off(tree)
+    checker.found = [f for f in checker.found if not any(a <= f.line <= b for a, b in off)]
     # one finding a place and code; where a call's finding also says where the mistake is, that one
     unique = {f: f for f in checker.found if not f.via}
     unique.update({f: f for f in checker.found if f.via})
     return sorted(
         (f for f in unique.values() if not suppressed(f)), key=lambda f: (f.line, f.col, f.code)
     )
+
+
+def switched_off(tree):
+    """The (first line, last line) of the blocks a constant test switches off, as Python compiles them away:
+    the body of `if 0:` / `if False:` (srgan_cosmo2d's load under `if 0:`, corpus 21, seen), the else of
+    `if 1:` / `if True:`. A mistake there is not made."""
+    blocks = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Constant):
+            block = node.orelse if node.test.value else node.body
+            if block:
+                blocks.append((block[0].lineno, block[-1].end_lineno))
+    return blocks
 
 
 def dead_functions(tree, path, root):
