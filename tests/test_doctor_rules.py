@@ -2785,3 +2785,56 @@ def test_a_block_a_constant_test_switches_off_is_not_run():
         source = script.format(test=test, body=body, other=other)
         found = [f.code for f in doctor.check_source(source)]
         assert sorted(c for c in found if c in ("DDL122", "DDL132")) == expected, (test, found)
+
+
+def test_a_padded_eval_sampler_given_its_set_by_keyword():
+    """Corpus 21 (seen): RocWeather's `test_sampler = DistributedSampler(dataset=testset, shuffle=False)`, its
+    validation means reduced over the ranks: the set named by keyword, not by position, is the same padded
+    evaluation; with drop_last=True it is not."""
+    script = (
+        DDP_HEAD + "test_sampler = DistributedSampler(dataset=testset, shuffle=False{drop})\n"
+        "loader = DataLoader(testset, sampler=test_sampler)\n"
+        "def validate(model):\n    val_loss = sum(model(x).mean() for x in loader)\n"
+        "    dist.reduce(val_loss, 0, op=dist.ReduceOp.AVG)\n    return val_loss\n" + DDP_TAIL
+    )
+    assert "DDL127" in [f.code for f in doctor.check_source(script.format(drop=""))]
+    found = [f.code for f in doctor.check_source(script.format(drop=", drop_last=True"))]
+    assert "DDL127" not in found, found
+
+
+def test_seeds_alike_where_the_dataset_module_draws_its_augmentations(tmp_path):
+    """Corpus 21 (seen): RocWeather seeds every rank with args.seed and its dataset module crops with
+    `from random import randrange` in a method `__getitem__` calls; LUNA25 flips with `torch.rand` in a
+    function named for the flip. A seed with the rank, a dataset that only shuffles its file list in
+    `__init__`, and a dataset's `torch.randn` feature placeholder are not reported."""
+    main = (
+        "import torch\nimport torch.distributed as dist\nfrom data import TrainData\n"
+        "dist.init_process_group('nccl')\ntorch.manual_seed({seed})\n"
+        "sampler = torch.utils.data.DistributedSampler(TrainData())\n"
+        "dist.destroy_process_group()\n"
+    )
+    crops = (
+        "from random import randrange\nclass TrainData:\n    def get_images(self, i):\n"
+        "        x = randrange(0, 10)\n        return x\n"
+        "    def __getitem__(self, i):\n        return self.get_images(i)\n"
+    )
+    flips = (
+        "import torch\ndef rot_flip(x):\n    dims = torch.where(torch.rand(2) < 0.5)[0].tolist()\n"
+        "    return x.flip(dims)\nclass TrainData:\n    def __getitem__(self, i):\n        return i\n"
+    )
+    listed = (
+        "import random\nimport torch\nclass TrainData:\n    def __init__(self):\n"
+        "        self.files = list(range(9))\n        random.shuffle(self.files)\n"
+        "    def features(self, n):\n        return torch.randn(1024, n)\n"
+        "    def __getitem__(self, i):\n        return self.files[i]\n"
+    )
+    cases = (
+        (crops, "args.seed", ["DDL142"]),
+        (flips, "args.seed", ["DDL142"]),
+        (crops, "args.seed + dist.get_rank()", []),
+        (listed, "args.seed", []),
+    )
+    for i, (data, seed, expected) in enumerate(cases):
+        files = {"train.py": main.format(seed=seed), "data.py": data}
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert [c for c in found if c == "DDL142"] == expected, (i, found)

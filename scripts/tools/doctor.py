@@ -2882,6 +2882,14 @@ AUGMENTS = re.compile(
 )
 
 
+# torch's own draws, in a function whose name says it augments (not a dataset's feature placeholder,
+# Bert-VITS2's `torch.randn(1024, len(phone))`)
+TORCH_DRAWS = {
+    f"torch.{name}"
+    for name in ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "bernoulli")
+}
+
+
 class SameSeedEveryRank(Rule):
     """DDL142: a seed (torch, numpy, random, accelerate's set_seed) with no rank in it, in a distributed script
     that builds random augmentations (RandomResizedCrop, AutoAugment, MONAI's Rand* transforms) and never seeds
@@ -4272,7 +4280,8 @@ def train_sampling(function):
         while isinstance(up, ast.IfExp):
             up = parent.get(up)
         names = [ast.unparse(t) for t in up.targets] if isinstance(up, ast.Assign) else []
-        said = " ".join([*names, ast.unparse(node.args[0]) if node.args else ""])
+        given = node.args[0] if node.args else keyword(node, "dataset")
+        said = " ".join([*names, ast.unparse(given) if given is not None else ""])
         if not EVAL_WORDS.search(said):
             return node.lineno
     return None
@@ -4412,13 +4421,16 @@ class PaddedEvalSampler(Rule):
             ) and not self.merged_beside(node):
                 self.helper_calls.append((node, ""))
             return
-        if last(dotted(node.func)) != "DistributedSampler" or not node.args:
+        # the set given by position or by keyword (RocWeather's `DistributedSampler(dataset=testset, ...)`,
+        # corpus 21, seen)
+        dataset = node.args[0] if node.args else keyword(node, "dataset")
+        if last(dotted(node.func)) != "DistributedSampler" or dataset is None:
             return
         if not pads(node):
             return  # drop_last=True (or a flag), or pad=False: no repeats, a different choice
         named = assigned_to(self.m, node)
         shuffle = keyword(node, "shuffle")
-        if EVAL_WORDS.search(" ".join([*named, ast.unparse(node.args[0])])) or (
+        if EVAL_WORDS.search(" ".join([*named, ast.unparse(dataset)])) or (
             isinstance(shuffle, ast.Constant) and shuffle.value is False
         ):
             self.add(node, fixable=False)
@@ -5639,9 +5651,21 @@ class Project:
     @staticmethod
     @functools.cache
     def augments_in(module_path):
-        tree = Project.tree(module_path)
-        if tree is None:
+        """The names read as their imports make them (`from random import randrange`: random.randrange); a
+        dataset's methods draw for its items (RocWeather's `get_images`, which `__getitem__` calls; corpus 21,
+        seen)."""
+        try:
+            tree = Qualify().visit(ast.parse(Project.text(module_path)))
+        except (SyntaxError, ValueError):
             return False
+        datasets = {
+            id(f)
+            for c in ast.walk(tree)
+            if isinstance(c, ast.ClassDef)
+            and any(isinstance(f, ast.FunctionDef) and f.name == "__getitem__" for f in c.body)
+            for f in c.body
+            if getattr(f, "name", "") != "__init__"  # a file list shuffled once, alike by design
+        }
         # a sampler's shuffle must be the same on every rank (it splits one permutation): not augmentation
         samplers = {
             id(f)
@@ -5654,9 +5678,10 @@ class Project:
                 continue
             if id(function) in samplers:
                 continue
-            drawing = function.name in ("__getitem__", "__call__") or re.search(
+            named = function.name in ("__getitem__", "__call__") or re.search(
                 r"aug|transform|crop|flip|jitter", function.name, re.I
             )
+            drawing = named or id(function) in datasets
             for n in ast.walk(function):
                 if not isinstance(n, ast.Call):
                     continue
@@ -5669,6 +5694,8 @@ class Project:
                     and last(name) not in SEEDERS
                 ):
                     return True
+                if named and name in TORCH_DRAWS:
+                    return True  # LUNA25's rot_flip_yz_2: `torch.rand(2) < 0.5` (corpus 21, seen)
         return False
 
     @staticmethod
