@@ -414,6 +414,22 @@ CASES = {
         "accelerator = Accelerator()\nset_seed(args.seed, device_specific=True)\nfor x in loader:\n"
         "    noise = torch.randn_like(x)\n    accelerator.backward(model(x + noise).sum())\n",
     ),
+    "DDL153": (
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(net)\nscaler = torch.amp.GradScaler('cuda')\n",
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+        "model = FSDP(net)\nscaler = ShardedGradScaler()\n",
+    ),
+    "DDL154": (
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(net)\nstate = model.module.state_dict()\n",
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "from torch.distributed.fsdp import FullStateDictConfig, StateDictType\n"
+        "model = FSDP(net)\nconfig = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)\n"
+        "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):\n"
+        "    state = model.state_dict()\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -2838,3 +2838,62 @@ def test_seeds_alike_where_the_dataset_module_draws_its_augmentations(tmp_path):
         files = {"train.py": main.format(seed=seed), "data.py": data}
         found = check_in_project(tmp_path / str(i), files, "train.py")
         assert [c for c in found if c == "DDL142"] == expected, (i, found)
+
+
+def test_fsdp_needs_its_own_scaler_and_its_own_state_dict(tmp_path):
+    """Corpus 21 (seen), four misses: chinese_pretrain's `torch.amp.GradScaler` beside an FSDP1 wrap made in the
+    env.py it imports, simsiam's MAE-style NativeScaler (a project class that makes a GradScaler), and the
+    leukemia script's and simsiam's `model.module.state_dict()` of an FSDP1 model. ShardedGradScaler, FSDP2's
+    fully_shard, FSDP's own state_dict() and a DDP model's `.module` are not reported; DDL106 no longer asks
+    an FSDP model for `.module`."""
+    fsdp = "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    cases = {  # source: the codes of the two rules (and DDL106) found
+        fsdp + "model = FSDP(net)\nscaler = torch.cuda.amp.GradScaler()\n": ["DDL153"],
+        fsdp + "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+        "model = FSDP(net)\nscaler = ShardedGradScaler()\n": [],
+        "import torch\nfrom torch.distributed.fsdp import fully_shard\nfully_shard(net)\n"
+        "scaler = torch.amp.GradScaler('cuda')\n": [],
+        fsdp + "model = FSDP(net)\nmodel_without_ddp = model.module\n"
+        "torch.save(model_without_ddp.state_dict(), 'm.pt')\n": ["DDL154"],
+        fsdp + "model = FSDP(net)\ntorch.save({'model': model.module.state_dict()}, 'm.pt')\n": [
+            "DDL154"
+        ],
+        fsdp + "model = FSDP(net)\nif rank == 0:\n    torch.save(model.state_dict(), 'm.pt')\n": [],
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+        "state = model.module.state_dict()\nscaler = torch.amp.GradScaler('cuda')\n": [],
+        # the script picks its scaler by whether FSDP is on (llama-recipes), or asserts it is off (open_lm)
+        fsdp + "model = FSDP(net) if args.fsdp else net\nif args.fp16 and not args.fsdp:\n"
+        "    scaler = torch.amp.GradScaler('cuda')\n": [],
+        fsdp + "model = FSDP(net)\nif args.precision == 'amp':\n    assert not args.fsdp\n"
+        "    scaler = torch.amp.GradScaler('cuda')\n": [],
+    }
+    for source, expected in cases.items():
+        found = [
+            f.code for f in doctor.check_source(source) if f.code in ("DDL106", "DDL153", "DDL154")
+        ]
+        assert found == expected, (source, found)
+    # the wrap in a module the script imports; the scaler made by a project class
+    env = fsdp + "def setup(model):\n    return FSDP(model)\n"
+    main = (
+        "import torch\nimport torch.distributed as dist\nfrom env import setup\nfrom misc import Scaler\n"
+        "dist.init_process_group('nccl')\nmodel = setup(net)\nscaler = {scaler}\n"
+        "dist.destroy_process_group()\n"
+    )
+    helper = (
+        "import torch\nfrom torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+        "class Scaler:\n    def __init__(self):\n        self.s = torch.amp.GradScaler()\n"
+        "def make_scaler(fsdp):\n    return ShardedGradScaler() if fsdp else torch.amp.GradScaler()\n"
+    )
+    main = main.replace("from misc import Scaler", "from misc import Scaler, make_scaler")
+    for i, (scaler, expected) in enumerate(
+        (
+            ("torch.amp.GradScaler('cuda')", ["DDL153"]),
+            ("Scaler()", ["DDL153"]),
+            ("make_scaler(True)", []),
+            ("None", []),
+        )
+    ):
+        files = {"train.py": main.format(scaler=scaler), "env.py": env, "misc.py": helper}
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert [c for c in found if c == "DDL153"] == expected, (scaler, found)
+    assert {"DDL153", "DDL154"} <= doctor.PREVIEW

@@ -358,6 +358,28 @@ RULES = {
         "flow-matching step pairs world-size different batches with one draw, where one process would draw "
         "world-size times as many.",
     ),
+    "DDL153": (
+        "a plain GradScaler with FullyShardedDataParallel",
+        "use torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler (or bf16, which needs no scaler)",
+        "21-fsdp-its-scaler-and-its-state-dict",
+        "Under FullyShardedDataParallel each process holds a shard of the gradients, and GradScaler checks "
+        "only its own shard for inf/NaN: after an fp16 overflow in one shard, that process skips its step "
+        "and lowers its scale while the others step, so the shards of one model are updated a different "
+        "number of times and the scales part. ShardedGradScaler all-reduces the check, so every process "
+        "skips or steps together.",
+    ),
+    "DDL154": (
+        "the state_dict() of the module inside FullyShardedDataParallel",
+        "take model.state_dict() on every rank under FSDP.state_dict_type(model, "
+        "StateDictType.FULL_STATE_DICT, FullStateDictConfig(offload_to_cpu=True, rank0_only=True)), or "
+        "get_model_state_dict(model) from torch.distributed.checkpoint.state_dict, then save on rank 0",
+        "21-fsdp-its-scaler-and-its-state-dict",
+        "`model.module` of a FullyShardedDataParallel model is the module inside it, whose parameters FSDP "
+        "has flattened into its own sharded FlatParameter: their state_dict() bypasses FSDP's state-dict "
+        "hooks and holds each process's shard (or freed, empty views), not the model's weights, and a "
+        "load with strict=False hides it. FSDP's own state_dict() (a collective: every rank calls it) gives "
+        "the full weights with the plain names.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -609,7 +631,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset()
+UNMEASURED = frozenset({"DDL153", "DDL154"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -872,6 +894,9 @@ class Checker:
             if callee_name:
                 self.calls.setdefault(callee_name, []).append(call)
         self.conditional_wraps = set()  # wrapped on some paths only: `if ddp: model = DDP(model)`
+        self.fsdp_wrapped = (
+            set()
+        )  # names bound to a FullyShardedDataParallel model (FSDP1's wrapper)
         for node in self.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
                 branches = (node.value.body, node.value.orelse)  # model = DDP(m) if ddp else m
@@ -891,6 +916,8 @@ class Checker:
                 target_names = [dotted(t) for t in targets]
                 if callee in WRAPPERS:
                     self.wrapped.update(target_names)
+                    if callee == "FullyShardedDataParallel":
+                        self.fsdp_wrapped.update(target_names)
                     if any(isinstance(p, ast.If) for p in self.parents_of(node)):
                         self.conditional_wraps.update(target_names)
                 if callee == "DistributedSampler":
@@ -2046,6 +2073,8 @@ class WrappedStateDict(CallRule):
             owner = dotted(saved.func.value) if isinstance(saved.func, ast.Attribute) else ""
             if (
                 owner in self.m.wrapped
+                # FSDP's own state_dict() gives the plain names; its `.module` is DDL154's mistake
+                and owner not in self.m.fsdp_wrapped
                 and not self.wrapped_later(call, owner)
                 and not self.m.never_distributed(call)  # the else of `if ddp:`: never wrapped there
                 and not self.unwrapped_beside(call, owner)
@@ -2093,6 +2122,88 @@ class WrappedStateDict(CallRule):
             and re.search(r"DistributedDataParallel|DDP|DataParallel|prepare", ast.unparse(n.value))
         ]
         return bool(lines) and min(lines) > call.lineno
+
+
+def fsdp_wraps(checker):
+    """Whether the module wraps a model in FullyShardedDataParallel (FSDP1), or a project module it imports does
+    (chinese_pretrain's env.py, which its train.py imports; corpus 21, seen)."""
+    return bool(checker.fsdp_wrapped) or any(
+        "FullyShardedDataParallel" in Project.text(m) for m in checker.project.imported
+    )
+
+
+class FsdpPlainScaler(CallRule):
+    """DDL153: a GradScaler (torch.amp's or torch.cuda.amp's, or a project class that makes one: MAE's
+    NativeScalerWithGradNormCount) in a module where FullyShardedDataParallel wraps the model, with no
+    ShardedGradScaler. Not under FSDP2's fully_shard, whose DTensor gradients GradScaler reads whole."""
+
+    code = "DDL153"
+
+    def begin(self):
+        words = set(self.m.calls) | self.m.words
+        return "ShardedGradScaler" not in words and fsdp_wraps(self.m)
+
+    def check(self, call, name, callee):
+        if self.chosen_by_fsdp(call):
+            return
+        if callee == "GradScaler" and name.split(".")[0] in ("torch", "GradScaler", "amp"):
+            self.add(call, fixable=False)
+            return
+        target = self.m.project.defined.get(name)
+        source = Project.source_of(*target) if target is not None else ""
+        if "GradScaler(" in source and "ShardedGradScaler" not in source:
+            self.add(call, fixable=False)  # simsiam's `loss_scaler = NativeScaler()` (misc.py)
+
+    def chosen_by_fsdp(self, call):
+        """The scaler sits in a branch that asks whether FSDP is on (`if use_fp16 and not enable_fsdp:`), or
+        after an assertion that it is off (open_lm's `assert not args.fsdp`): the script picks its scaler."""
+        child = call
+        for parent in self.m.parents_of(call):
+            if (
+                isinstance(parent, (ast.If, ast.IfExp))
+                and "fsdp" in ast.unparse(parent.test).lower()
+            ):
+                return True
+            if isinstance(child, ast.stmt) and any(
+                isinstance(s, ast.Assert) and "fsdp" in ast.unparse(s.test).lower()
+                for s in siblings(self.m, child)[0]
+            ):
+                return True
+            child = parent
+        return False
+
+
+class FsdpInnerStateDict(CallRule):
+    """DDL154: `model.module.state_dict()` where `model` is a FullyShardedDataParallel model, or the
+    state_dict() of a name bound to its `.module` (`model_without_ddp = model.module`)."""
+
+    code = "DDL154"
+
+    def begin(self):
+        if not self.m.fsdp_wrapped:
+            return False
+        self.inner = {
+            dotted(t)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "module"
+            and dotted(n.value.value) in self.m.fsdp_wrapped
+            for t in n.targets
+            if dotted(t)
+        }
+        return True
+
+    def check(self, call, name, callee):
+        if callee != "state_dict" or not isinstance(call.func, ast.Attribute):
+            return
+        owner = call.func.value
+        if (
+            isinstance(owner, ast.Attribute)
+            and owner.attr == "module"
+            and dotted(owner.value) in self.m.fsdp_wrapped
+        ) or dotted(owner) in self.inner:
+            self.add(call, fixable=False)
 
 
 class WriteOnEveryRank(CallRule):
@@ -5363,6 +5474,8 @@ RULE_CLASSES = [
     SeedBeforeSpawn,
     NoSetDevice,
     CollectiveInOneProcessRun,
+    FsdpPlainScaler,
+    FsdpInnerStateDict,
 ]
 
 
