@@ -2897,3 +2897,46 @@ def test_fsdp_needs_its_own_scaler_and_its_own_state_dict(tmp_path):
         found = check_in_project(tmp_path / str(i), files, "train.py")
         assert [c for c in found if c == "DDL153"] == expected, (scaler, found)
     assert {"DDL153", "DDL154"} <= doctor.PREVIEW
+
+
+def test_a_sharded_state_dict_gathered_on_rank_0_alone():
+    """Step 4 -> 7's first pitfall, as a rule: FSDP1's `model.state_dict()` (a full state dict by default),
+    its full_optim_state_dict, and torch.distributed.checkpoint's get_model_state_dict gather the shards, a
+    collective: under `if rank == 0:` the other ranks never join it. Taken on every rank and saved on rank 0,
+    or a DDP model's state dict under the check, it is not reported."""
+    fsdp = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "from torch.distributed.checkpoint.state_dict import get_model_state_dict\n"
+        "dist.init_process_group('nccl')\nmodel = FSDP(net)\n"
+    )
+    cases = {
+        "if dist.get_rank() == 0:\n    torch.save(model.state_dict(), 'm.pt')\n": ["DDL108"],
+        "if dist.get_rank() == 0:\n    torch.save(get_model_state_dict(model), 'm.pt')\n": [
+            "DDL108"
+        ],
+        "if dist.get_rank() == 0:\n    state = FSDP.full_optim_state_dict(model, optimizer)\n": [
+            "DDL108"
+        ],
+        "state = get_model_state_dict(model)\nif dist.get_rank() == 0:\n    torch.save(state, 'm.pt')\n": [],
+        "state = model.state_dict()\nif dist.get_rank() == 0:\n    torch.save(state, 'm.pt')\n": [],
+        # open_lm: the DDP run's state dict, in the branch of a test on FSDP that runs without it
+        "if dist.get_rank() == 0:\n    state = cpu_state if args.fsdp else model.state_dict()\n": [],
+    }
+    for body, expected in cases.items():
+        found = [
+            f.code for f in doctor.check_source(fsdp + body + "dist.destroy_process_group()\n")
+        ]
+        assert [c for c in found if c == "DDL108"] == expected, (body, found)
+    ddp = fsdp.replace("FullyShardedDataParallel as FSDP", "FullyShardedDataParallel").replace(
+        "model = FSDP(net)", "model = torch.nn.parallel.DistributedDataParallel(net)"
+    )
+    body = "if dist.get_rank() == 0:\n    torch.save(model.module.state_dict(), 'm.pt')\n"
+    assert "DDL108" not in [f.code for f in doctor.check_source(ddp + body)]
+    # Lumina: rank 0 reads the plain model's state dict before a helper wraps it (the name is FSDP's only in
+    # another function)
+    lumina = fsdp.replace(
+        "model = FSDP(net)\n", "def setup(model):\n    model = FSDP(model)\n    return model\n"
+    )
+    body = "def main():\n    model = build()\n    if dist.get_rank() == 0:\n        keys = model.state_dict()\n"
+    assert "DDL108" not in [f.code for f in doctor.check_source(lumina + body)]

@@ -2124,6 +2124,40 @@ class WrappedStateDict(CallRule):
         return bool(lines) and min(lines) > call.lineno
 
 
+def fsdp_before(checker, node, owner):
+    """`owner` names a FullyShardedDataParallel model at `node`: the module wraps that name, the function (or
+    module) around `node` binds it last to the wrap or not at all (a parameter: simsiam's train_one_epoch), not
+    to a model a helper wraps later (Lumina's `model = setup_fsdp_sync(model)` after rank 0 reads the plain
+    model), and `node` is not in the branch of a test on FSDP that runs without it (open_lm's `cpu_state if
+    args.fsdp else model.state_dict()`)."""
+    if owner not in checker.fsdp_wrapped:
+        return False
+    scope = function_of(checker, node) or checker.tree
+    bindings = sorted(
+        (
+            n.lineno,
+            isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) == "FullyShardedDataParallel",
+        )
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Assign)
+        and n.lineno < node.lineno
+        and any(dotted(t) == owner for t in n.targets)
+    )
+    if bindings and not bindings[-1][1]:
+        return False  # bound here last to something else: a parameter's or a global's name is the wrap's
+    child = node
+    for parent in checker.parents_of(node):
+        if isinstance(parent, (ast.If, ast.IfExp)) and "fsdp" in ast.unparse(parent.test).lower():
+            negated = isinstance(parent.test, ast.UnaryOp) and isinstance(parent.test.op, ast.Not)
+            in_else = child is parent.orelse or (
+                isinstance(parent.orelse, list) and child in parent.orelse
+            )
+            return in_else == negated  # in the branch where FSDP is on
+        child = parent
+    return True
+
+
 def fsdp_wraps(checker):
     """Whether the module wraps a model in FullyShardedDataParallel (FSDP1), or a project module it imports does
     (chinese_pretrain's env.py, which its train.py imports; corpus 21, seen)."""
@@ -2201,7 +2235,7 @@ class FsdpInnerStateDict(CallRule):
         if (
             isinstance(owner, ast.Attribute)
             and owner.attr == "module"
-            and dotted(owner.value) in self.m.fsdp_wrapped
+            and fsdp_before(self.m, call, dotted(owner.value))
         ) or dotted(owner) in self.inner:
             self.add(call, fixable=False)
 
@@ -2328,7 +2362,7 @@ class CollectiveUnderRankCheck(CallRule):
                 or "." not in name
             )
             and keyword(call, "group") is None  # a subgroup's collective is for its members only
-        ):
+        ) or self.gathers_a_sharded_state(call, name, callee):
             check = self.rank_check(call)
             if check is not None:
                 self.under_checks.append((call, *check, callee))
@@ -2344,6 +2378,29 @@ class CollectiveUnderRankCheck(CallRule):
             )
         ):
             self.add(call)  # `if not is_main: return` earlier in the function: the rest is rank 0's
+
+    def gathers_a_sharded_state(self, call, name, callee):
+        """A state dict whose making gathers the shards, a collective every rank must call:
+        torch.distributed.checkpoint.state_dict's get_model_state_dict / get_optimizer_state_dict /
+        get_state_dict, FSDP1's `model.state_dict()` (a full state dict by default) and its
+        full_optim_state_dict / optim_state_dict (step 4 -> 7's first pitfall: under `if rank == 0:` it
+        hangs)."""
+        if name.startswith("torch.distributed.checkpoint.state_dict.") and callee in (
+            "get_model_state_dict",
+            "get_optimizer_state_dict",
+            "get_state_dict",
+        ):
+            return True
+        if name.startswith("torch.distributed.fsdp.") and callee in (
+            "full_optim_state_dict",
+            "optim_state_dict",
+        ):
+            return True
+        return (
+            callee == "state_dict"
+            and isinstance(call.func, ast.Attribute)
+            and fsdp_before(self.m, call, dotted(call.func.value))
+        )
 
 
 class UnsafeLoad(CallRule):
