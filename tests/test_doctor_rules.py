@@ -2940,3 +2940,22 @@ def test_a_sharded_state_dict_gathered_on_rank_0_alone():
     )
     body = "def main():\n    model = build()\n    if dist.get_rank() == 0:\n        keys = model.state_dict()\n"
     assert "DDL108" not in [f.code for f in doctor.check_source(lumina + body)]
+
+
+def test_a_script_that_joins_through_a_class_of_its_project_is_distributed(tmp_path):
+    """Corpus 22 (seen): CCNet's train.py makes `engine = Engine(custom_parser=parser)`, whose constructor in
+    engine.py calls init_process_group; every rank then makes the snapshot folder without exist_ok. A class
+    whose constructor joins no group leaves the script one process."""
+    main = (
+        "import os\nfrom engine import Engine\nengine = Engine()\n"
+        "if not os.path.exists('snapshots'):\n    os.makedirs('snapshots')\n"
+    )
+    for joins, expected in ((True, ["DDL137"]), (False, [])):
+        call = "dist.init_process_group('nccl')" if joins else "self.rank = 0"
+        engine = (
+            "import torch.distributed as dist\nclass Engine:\n    def __init__(self):\n"
+            f"        {call}\n"
+        )
+        files = {"train.py": main, "engine.py": engine}
+        found = check_in_project(tmp_path / str(joins), files, "train.py")
+        assert [c for c in found if c == "DDL137"] == expected, (joins, found)

@@ -6201,7 +6201,8 @@ class Project:
     @functools.cache
     def initializers(module_path):
         """A module's top-level functions that call init_process_group (or deepspeed's init_distributed), or
-        call one of these (`init_dist(launcher)` calling `_init_dist_pytorch(backend)`)."""
+        call one of these (`init_dist(launcher)` calling `_init_dist_pytorch(backend)`), and its classes whose
+        constructor calls one."""
         called = {
             f.name: {last(dotted(n.func)) for n in ast.walk(f) if isinstance(n, ast.Call)}
             for f in Project.functions_of(module_path)
@@ -6209,7 +6210,17 @@ class Project:
         found = {"init_process_group", "init_distributed"}
         for _ in range(3):  # a chain of helpers: one more link each pass
             found |= {name for name, calls in called.items() if calls & found}
-        return frozenset(found & set(called))
+        # a class whose constructor joins (CCNet's `engine = Engine(custom_parser=parser)`, corpus 22, seen)
+        classes = {
+            c.name
+            for c in Project.tree(module_path).body
+            if isinstance(c, ast.ClassDef)
+            for f in c.body
+            if isinstance(f, ast.FunctionDef)
+            and f.name == "__init__"
+            and {last(dotted(n.func)) for n in ast.walk(f) if isinstance(n, ast.Call)} & found
+        }
+        return frozenset(found & set(called)) | classes
 
     @staticmethod
     @functools.cache
