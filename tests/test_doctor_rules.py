@@ -2959,3 +2959,38 @@ def test_a_script_that_joins_through_a_class_of_its_project_is_distributed(tmp_p
         files = {"train.py": main, "engine.py": engine}
         found = check_in_project(tmp_path / str(joins), files, "train.py")
         assert [c for c in found if c == "DDL137"] == expected, (joins, found)
+
+
+def test_what_corpus_22_said_of_the_local_rank_flag_and_the_one_process_run(tmp_path):
+    """Corpus 22 (seen), three false findings of default rules: RoboFlamingo's `--local-rank` whose value the
+    script binds again from the environment (`args.local_rank, args.rank, args.world_size =
+    world_info_from_env()`), LISA's `--local_rank` that the DeepSpeed launcher its README runs passes, and
+    PCL's all-reduce in a script that raises wherever it does not wrap in DDP. Each beside the shape that is
+    still the mistake."""
+    flag = (
+        "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local-rank', default=0, type=int)\nargs = parser.parse_args()\n{bind}"
+        "dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
+    )
+    bound = "args.local_rank, args.rank, args.world_size = world_info_from_env()\n"
+    assert "DDL101" not in [f.code for f in doctor.check_source(flag.format(bind=bound))]
+    assert "DDL101" in [f.code for f in doctor.check_source(flag.format(bind=""))]
+    for launcher, expected in (("deepspeed --master_port=24999", []), ("python", ["DDL101"])):
+        files = {
+            ".git/HEAD": "",
+            "README.md": f"```\n{launcher} train_ds.py --epochs 10\n```\n",
+            "train_ds.py": flag.format(bind=""),
+        }
+        found = check_in_project(tmp_path / launcher.split()[0], files, "train_ds.py")
+        assert [c for c in found if c == "DDL101"] == expected, (launcher, found)
+    refuses = (
+        "import torch\nimport torch.distributed as dist\n"
+        "if args.distributed:\n    dist.init_process_group('nccl')\n"
+        "    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+        "elif args.gpu is not None:\n    model = model.cuda(args.gpu)\n{gpu}"
+        "else:\n    raise NotImplementedError('Only DistributedDataParallel is supported.')\n"
+        "dist.all_reduce(features)\n"
+    )
+    raised = "    raise NotImplementedError('Only DistributedDataParallel is supported.')\n"
+    assert "DDL151" not in [f.code for f in doctor.check_source(refuses.format(gpu=raised))]
+    assert "DDL151" in [f.code for f in doctor.check_source(refuses.format(gpu=""))]

@@ -1768,6 +1768,10 @@ class DeprecatedLauncher(Rule):
                 pass  # the script starts its own processes and hands each its rank (NVAE's Process)
             elif node.value.startswith("--local") and self.both_spellings(parent):
                 pass  # add_argument("--local-rank", "--local_rank") or one call for each: both parse
+            elif node.value.startswith("--local") and self.overwritten():
+                pass  # RoboFlamingo's `args.local_rank, ... = world_info_from_env()`: a leftover flag
+            elif node.value.startswith("--local") and self.launched_by_deepspeed():
+                pass  # LISA's `deepspeed train_ds.py`: DeepSpeed's launcher passes --local_rank itself
             elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
                 "add_argument",
                 "run",
@@ -1779,6 +1783,35 @@ class DeprecatedLauncher(Rule):
                 self.add(node)
             elif isinstance(parent, ast.List) and node.value == "torch.distributed.launch":
                 self.add(node)
+
+    def overwritten(self):
+        """The parsed local rank is bound again from a call (`args.local_rank, args.rank, args.world_size =
+        world_info_from_env()`, corpus 22, seen): the flag's value is never read, whatever passes it."""
+        return any(
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) != "parse_args"
+            and any(
+                last(dotted(t)) == "local_rank" and dotted(t) != "local_rank"
+                for target in n.targets
+                for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+            )
+            for n in self.m.nodes
+        )
+
+    def launched_by_deepspeed(self):
+        """The repository's commands run this file with DeepSpeed's launcher (`deepspeed train_ds.py ...`),
+        which hands every process `--local_rank=N` (LISA, corpus 22, seen): the argument is the launcher's."""
+        root = self.m.root
+        if root is None:
+            return False
+        named = re.compile(
+            rf"(?<![\w/-]){re.escape(Path(self.m.path).name)}(?!\w)|/{re.escape(Path(self.m.path).name)}\b"
+        )
+        return any(
+            re.match(r"\s*deepspeed\b", command) and named.search(command)
+            for command in Project.commands(root)
+        )
 
     def starts_processes(self):
         """The module starts its processes itself: `mp.spawn(run, ...)`, `Process(target=run)`, or a function
@@ -5231,7 +5264,27 @@ class CollectiveInOneProcessRun(Rule):
         )
         # or DeiT's init_distributed_mode: "Not using distributed mode"; return
         optional = optional or self.m.calls_a_helper_saying(r"return\s*\n[\s\S]*init_process_group")
-        return optional and not self.m.uses_accelerate
+        return optional and not self.m.uses_accelerate and not self.refuses_one_process()
+
+    def refuses_one_process(self):
+        """The script raises wherever it does not wrap in DDP: `if args.distributed: model = DDP(model)`, every
+        other branch of the chain ending in `raise NotImplementedError("Only DistributedDataParallel is
+        supported.")` (PCL's, corpus 22, seen). It never runs as one process."""
+        for node in self.m.nodes:
+            if not isinstance(node, ast.If) or not any(
+                isinstance(n, ast.Call) and last(dotted(n.func)) == "DistributedDataParallel"
+                for s in node.body
+                for n in ast.walk(s)
+            ):
+                continue
+            branch, others = node, []
+            while len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If):
+                branch = branch.orelse[0]
+                others.append(branch.body)
+            others.append(branch.orelse)
+            if all(block and isinstance(block[-1], ast.Raise) for block in others):
+                return True
+        return False
 
     def visit_Call(self, node):
         name = dotted(node.func)
