@@ -2994,3 +2994,22 @@ def test_what_corpus_22_said_of_the_local_rank_flag_and_the_one_process_run(tmp_
     raised = "    raise NotImplementedError('Only DistributedDataParallel is supported.')\n"
     assert "DDL151" not in [f.code for f in doctor.check_source(refuses.format(gpu=raised))]
     assert "DDL151" in [f.code for f in doctor.check_source(refuses.format(gpu=""))]
+
+
+def test_a_folder_set_to_none_on_the_other_ranks_guards_its_writes():
+    """Corpus 22 (seen): SE(3) diffusion sets `self.ckpt_dir = None` under `if rank not in [0, -1]:` and saves
+    under `if self.ckpt_dir is not None:`: rank 0 alone writes. Set to None on every rank, it guards nothing."""
+    script = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "class Experiment:\n    def __init__(self, ckpt_dir):\n        self.ckpt_dir = ckpt_dir\n"
+        "        dist.init_process_group('nccl')\n        self.model = DDP(net)\n"
+        "        {test}\n            self.ckpt_dir = None\n"
+        "    def train(self):\n        if self.ckpt_dir is not None:\n"
+        "            torch.save(self.model.module.state_dict(), self.ckpt_dir + '/step.pth')\n"
+        "        dist.destroy_process_group()\n"
+    )
+    ranked = script.format(test="if dist.get_rank() not in [0, -1]:")
+    assert "DDL107" not in [f.code for f in doctor.check_source(ranked)]
+    everyone = script.format(test="if not ckpt_dir:")
+    assert "DDL107" in [f.code for f in doctor.check_source(everyone)]

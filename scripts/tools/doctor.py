@@ -790,7 +790,7 @@ def reads_local_rank(node, parent):
 
 
 def flags_set_under_rank_checks(nodes, parent):
-    """Names set to True or False in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
+    """Names set to True, False or None in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
     self.save_models = False`): a flag the rank decides, as `save = rank == 0` is."""
     found, made, nothing = set(), set(), set()
     for n in nodes:
@@ -803,6 +803,10 @@ def flags_set_under_rank_checks(nodes, parent):
         if not (isinstance(above, ast.If) and n in above.body and mentions_rank(above.test)):
             continue
         if isinstance(n.value, ast.Constant) and isinstance(n.value.value, bool):
+            found |= names
+        elif isinstance(n.value, ast.Constant) and n.value.value is None:
+            # `if rank not in [0, -1]: self._exp_conf.ckpt_dir = None`: the others write where it is not
+            # None (SE(3) diffusion's checkpoints, corpus 22, seen)
             found |= names
         elif isinstance(n.value, ast.Call):
             made |= names  # `if rank == 0: log_writer = SummaryWriter(...)`, else None: `if log_writer:`
