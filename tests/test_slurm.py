@@ -16,8 +16,12 @@ from test_reliability import RESTART_ENV, TASK, run, weights
 from conftest import BIN, OFFLINE, ROOT, SCRIPTS, free_port, max_abs_diff
 
 pytestmark = pytest.mark.launch
-# 2 nodes x 16 = rung 1's 32; 84 steps (about 5 s): the interruption, at step 14, lands well before the end
-FLAGS = ["--task", "cancer", "--epochs", "6", "--batch-size", "16"]
+# 2 nodes x 16 = rung 1's 32; 16 epochs, 224 steps. The interruption comes at the first checkpoint (step 14) and
+# takes a second or two to reach the rung (a poll, scancel, the batch script's trap, the launcher): with 6 epochs
+# (84 steps, about 2 s of training on an idle machine) a clean clone run alone once finished before it arrived
+# ("the run finished (metrics.json written); exit 1 came after it"), so the job was never requeued
+EPOCHS = "16"
+FLAGS = ["--task", "cancer", "--epochs", EPOCHS, "--batch-size", "16"]
 CPU_NODES = ["--nodes=2", "--gpus-per-node=0", "--cpus-per-task=1", "--time=10"]
 
 
@@ -35,7 +39,7 @@ def cluster(tmp_path_factory):
 def plain(tmp_path_factory, data_dir):
     """Rung 1 at the jobs' global batch, uninterrupted: where every job must end."""
     out = tmp_path_factory.mktemp("plain")
-    run(1, out, data_dir, "--task", "cancer", "--epochs", "6")
+    run(1, out, data_dir, "--task", "cancer", "--epochs", EPOCHS)
     return weights(out)
 
 
