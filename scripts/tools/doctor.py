@@ -898,9 +898,8 @@ class Checker:
             if callee_name:
                 self.calls.setdefault(callee_name, []).append(call)
         self.conditional_wraps = set()  # wrapped on some paths only: `if ddp: model = DDP(model)`
-        self.fsdp_wrapped = (
-            set()
-        )  # names bound to a FullyShardedDataParallel model (FSDP1's wrapper)
+        # names bound to a FullyShardedDataParallel model (FSDP1's wrapper)
+        self.fsdp_wrapped = set()
         for node in self.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
                 branches = (node.value.body, node.value.orelse)  # model = DDP(m) if ddp else m
@@ -1809,9 +1808,7 @@ class DeprecatedLauncher(Rule):
         root = self.m.root
         if root is None:
             return False
-        named = re.compile(
-            rf"(?<![\w/-]){re.escape(Path(self.m.path).name)}(?!\w)|/{re.escape(Path(self.m.path).name)}\b"
-        )
+        named = Project.naming(self.m.path)
         return any(
             re.match(r"\s*deepspeed\b", command) and named.search(command)
             for command in Project.commands(root)
@@ -2183,6 +2180,13 @@ def fsdp_before(checker, node, owner):
     )
     if bindings and not bindings[-1][1]:
         return False  # bound here last to something else: a parameter's or a global's name is the wrap's
+    branch = fsdp_branch(checker, node)
+    return branch is None or branch  # in the branch where FSDP is on, or under no test of it
+
+
+def fsdp_branch(checker, node):
+    """Whether `node` sits in the FSDP-on branch of the innermost `if` (or conditional expression) around it
+    that tests FSDP (`if args.fsdp:`, `if use_fp16 and not enable_fsdp:`); None where no test mentions it."""
     child = node
     for parent in checker.parents_of(node):
         if isinstance(parent, (ast.If, ast.IfExp)) and "fsdp" in ast.unparse(parent.test).lower():
@@ -2190,9 +2194,9 @@ def fsdp_before(checker, node, owner):
             in_else = child is parent.orelse or (
                 isinstance(parent.orelse, list) and child in parent.orelse
             )
-            return in_else == negated  # in the branch where FSDP is on
+            return in_else == negated
         child = parent
-    return True
+    return None
 
 
 def fsdp_wraps(checker):
@@ -2228,13 +2232,10 @@ class FsdpPlainScaler(CallRule):
     def chosen_by_fsdp(self, call):
         """The scaler sits in a branch that asks whether FSDP is on (`if use_fp16 and not enable_fsdp:`), or
         after an assertion that it is off (open_lm's `assert not args.fsdp`): the script picks its scaler."""
+        if fsdp_branch(self.m, call) is not None:
+            return True
         child = call
         for parent in self.m.parents_of(call):
-            if (
-                isinstance(parent, (ast.If, ast.IfExp))
-                and "fsdp" in ast.unparse(parent.test).lower()
-            ):
-                return True
             if isinstance(child, ast.stmt) and any(
                 isinstance(s, ast.Assert) and "fsdp" in ast.unparse(s.test).lower()
                 for s in siblings(self.m, child)[0]
@@ -6037,6 +6038,13 @@ class Project:
         return tuple(pages[:400])
 
     @staticmethod
+    def naming(path):
+        """A pattern for a command that runs this file: its name alone or at the end of a path (`main.py`,
+        `tools/main.py`), not inside another name (`main.py` in `my_main.py`, `tools-main.py`)."""
+        name = re.escape(Path(path).name)
+        return re.compile(rf"(?<![\w/-]){name}(?!\w)|/{name}\b")
+
+    @staticmethod
     @functools.cache
     def one_process_flags(path):
         """The flags (as argparse names them: `submission`, `inference_dir`) that the repository's documented
@@ -6046,9 +6054,7 @@ class Project:
         root = Project.root_of(path)
         if root is None:
             return frozenset()
-        named = re.compile(
-            rf"(?<![\w/-]){re.escape(Path(path).name)}(?!\w)|/{re.escape(Path(path).name)}\b"
-        )
+        named = Project.naming(path)
         single, launched = set(), set()
         for command in Project.commands(root):
             if not named.search(command):
