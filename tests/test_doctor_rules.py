@@ -3014,3 +3014,97 @@ def test_a_folder_set_to_none_on_the_other_ranks_guards_its_writes():
     assert "DDL107" not in [f.code for f in doctor.check_source(ranked)]
     everyone = script.format(test="if not ckpt_dir:")
     assert "DDL107" in [f.code for f in doctor.check_source(everyone)]
+
+
+def test_what_corpora_21_and_22_taught_about_seeds_after_they_were_measured(tmp_path):
+    """Corpora 21 and 22 (seen): CurricularFace seeds alike in `main_worker`, the function mp.spawn starts on
+    every rank (a "worker" in its name is not a DataLoader worker's); retinaface_pytorch's `setup_seed` runs
+    only in the `__main__` block before mp.spawn (the spawned ranks are not seeded: DDL149's, not DDL142's);
+    SDFA-Net's random flips are in a dataset its `datasets` package's __init__ imports."""
+    spawned = (
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "from torchvision import transforms\n"
+        "def setup_seed(seed):\n    torch.manual_seed(seed)\n"
+        "def {name}(gpu, args):\n{seed_here}"
+        "    dist.init_process_group('nccl', rank=gpu, world_size=2)\n"
+        "    flip = transforms.RandomHorizontalFlip()\n    dist.destroy_process_group()\n"
+        "if __name__ == '__main__':\n{seed_there}    if args.distributed:\n"
+        "        mp.spawn({name}, nprocs=2, args=(args,))\n    else:\n        {name}(0, args)\n"
+    )
+    cases = {  # (the spawned function, its seeding, the launcher's): DDL142 found
+        ("main_worker", "    torch.manual_seed(args.seed)\n", ""): True,
+        ("main_worker", "    setup_seed(args.seed)\n", ""): True,
+        ("main_worker", "    setup_seed(args.seed + args.rank)\n", ""): False,
+        ("main_worker", "", "    setup_seed(args.seed)\n"): False,
+        (
+            "seed_worker",
+            "    torch.manual_seed(args.seed)\n",
+            "",
+        ): True,  # spawned: a rank, not a worker
+    }
+    for (name, here, there), expected in cases.items():
+        source = spawned.format(name=name, seed_here=here, seed_there=there)
+        found = [f.code for f in doctor.check_source(source) if f.code == "DDL142"]
+        assert found == ["DDL142"] * expected, (name, here, there)
+    # a DataLoader worker's own seeding is each worker's: not alike
+    worker = (
+        DDP_HEAD + "from torchvision import transforms\nflip = transforms.RandomHorizontalFlip()\n"
+        "def seed_worker(worker_id):\n    torch.manual_seed(worker_id)\n"
+        "loader = DataLoader(ds, worker_init_fn=seed_worker)\n" + DDP_TAIL
+    )
+    assert [f.code for f in doctor.check_source(worker) if f.code == "DDL142"] == []
+    script = (
+        DDP_HEAD + "from datasets import get_dataset\ntorch.manual_seed(args.seed)\n"
+        "loader = DataLoader(get_dataset(), sampler=DistributedSampler(get_dataset()))\n" + DDP_TAIL
+    )
+    kitti = "import random\nclass Kitti:\n    def __getitem__(self, i):\n        return {draw}\n"
+    for draw, expected in (("random.uniform(0, 1) > 0.5", True), ("self.items[i]", False)):
+        files = {
+            "LICENSE": "",
+            "train.py": script,
+            "datasets/__init__.py": "from .build import get_dataset\nfrom .kitti import Kitti\n",
+            "datasets/build.py": "def get_dataset():\n    return None\n",
+            "datasets/kitti.py": kitti.format(draw=draw),
+        }
+        found = check_in_project(tmp_path / draw[:6], files, "train.py")
+        assert ("DDL142" in found) is expected, (draw, found)
+
+
+def test_noise_drawn_in_the_projects_loss_method_is_the_training_steps(tmp_path):
+    """Corpus 22 (seen): a diffusion policy's training step is `loss = self.model.compute_loss(batch)` (or
+    `loss = rdt(...)`, whose forward returns it), and the Gaussian noise is drawn there, in a module the script
+    imports: with every rank seeded alike, every rank draws the same noise. Not a randint alone (indices into
+    each rank's own batch), not a seed with the rank, not an EMA's step."""
+    script = (
+        ACCELERATE_HEAD + "from accelerate.utils import set_seed\nfrom policy import Policy\n"
+        "set_seed({seed})\nmodel = Policy()\nema_model = Policy()\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for batch in loader:\n    loss = {step}\n    accelerator.backward(loss)\n"
+        "    optimizer.step()\n    ema_model.step(model)\n"
+    )
+    policy = (
+        "import torch as th\nclass Policy(th.nn.Module):\n    def compute_loss(self, batch):\n"
+        "        noise = {draw}\n        return ((batch - noise) ** 2).mean()\n"
+        "    def forward(self, batch):\n        return self.compute_loss(batch)\n"
+    )
+    gauss, index = "th.randn_like(batch)", "th.randint(0, 10, (4,))"
+    cases = {  # (seed, step, draw): where DDL152 is found (the script's line)
+        ("42", "model.compute_loss(batch)", gauss): [12],
+        ("42", "model(batch)", gauss): [12],
+        ("42", "model.compute_loss(batch)", index): [],
+        ("42", "model(batch)", index): [],
+        ("42, device_specific=True", "model.compute_loss(batch)", gauss): [],
+        ("42 + accelerator.process_index", "model(batch)", gauss): [],
+    }
+    for i, ((seed, step, draw), expected) in enumerate(cases.items()):
+        files = {
+            "LICENSE": "",
+            "train.py": script.format(seed=seed, step=step),
+            "policy.py": policy.format(draw=draw),
+        }
+        found = check_in_project(tmp_path / f"p{i}", files, "train.py", where=True)
+        assert sorted(line for line, code in found if code == "DDL152") == expected, (
+            seed,
+            step,
+            draw,
+        )

@@ -3130,7 +3130,7 @@ class SameSeedEveryRank(Rule):
             and self.global_stream(dotted(c.func))
             and not self.launcher(c)
             and "worker" not in ast.unparse(c).lower()  # worker_init_fn's seed + worker_id
-            and "worker" not in getattr(self.function_of(c), "name", "")
+            and not self.seeds_a_loader_worker(c)
             and not self.helper_adds_the_rank(c)
         ]
         ranked = (
@@ -3146,6 +3146,14 @@ class SameSeedEveryRank(Rule):
             )
         )
         return [] if ranked else seeds
+
+    def seeds_a_loader_worker(self, call):
+        """In a DataLoader's worker_init_fn (`seed_worker`, `worker_init_fn`), which each worker runs for
+        itself; not in the function mp.spawn starts on every rank (`main_worker`: CurricularFace's
+        `torch.manual_seed(SEED)` there, corpus 22, seen)."""
+        function = self.function_of(call)
+        name = getattr(function, "name", "")
+        return "worker" in name and name not in self.m.spawned and not name.endswith("main_worker")
 
     def helper_adds_the_rank(self, call):
         """A project's seeding helper that adds the rank itself (MOTIP's `set_seed`: `seed + distributed_rank()`,
@@ -3167,16 +3175,26 @@ class SameSeedEveryRank(Rule):
             "random",
         )
 
-    def launcher(self, call):
+    def launcher(self, call, depth=2):
         """In the function that starts the processes with mp.spawn (or the `__main__` block doing so): the
-        spawned processes start with fresh random streams (pytorch/examples' imagenet, SimSiam)."""
+        spawned processes start with fresh random streams (pytorch/examples' imagenet, SimSiam). Also in a
+        helper only that function or block calls (retinaface_pytorch's `setup_seed`, called in the `__main__`
+        block before mp.spawn; corpus 21, seen)."""
         for parent in self.m.parents_of(call):
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.If)) and any(
                 isinstance(n, ast.Call) and last(dotted(n.func)) in LAUNCHERS
                 for n in ast.walk(parent)
             ):
                 return True
-        return False
+        function = self.function_of(call)
+        # the function mp.spawn starts runs in every rank, though the one-process branch beside the spawn
+        # calls it too (`else: main_worker(gpu, ...)`)
+        if function is None or not depth or function.name in self.m.spawned:
+            return False
+        callers = [
+            n for n in self.m.nodes if isinstance(n, ast.Call) and dotted(n.func) == function.name
+        ]
+        return bool(callers) and all(self.launcher(c, depth - 1) for c in callers)
 
     def end(self):
         self.add(self.seeds[0], fixable=False)
@@ -3230,7 +3248,36 @@ class SameNoiseEveryRank(SameSeedEveryRank):
             and (not gpu_only or last(dotted(c.func)).endswith("_like") or keyword(c, "device"))
             and self.in_training_step(c)
         ]
+        if not self.draws:
+            # the step drawn in the project's model: `loss = self.model.compute_loss(batch)`, whose
+            # compute_loss draws the noise and the timesteps (UMI's diffusion policy, corpus 22, seen)
+            drawing = set().union(*(Project.noise_methods(m) for m in self.m.project.imported))
+            self.draws = [
+                c
+                for c in calls
+                if isinstance(c.func, ast.Attribute)
+                and c.func.attr in drawing
+                and self.in_training_step(c)
+                # `raw_loss = self.model(batch)` in the training loop, whose forward returns
+                # self.compute_loss(batch) (RDT's `loss = rdt(...)`, corpus 18)
+                or "forward" in drawing
+                and self.makes_the_loss(c)
+            ]
         return bool(self.draws)
+
+    def makes_the_loss(self, call):
+        """A call of a model object (`rdt(...)`, `self.model(batch)`) in the training loop whose result is
+        the loss: `loss = rdt(...)`."""
+        parent = self.m.parent.get(call)
+        loop = self.innermost_loop(call)
+        return (
+            isinstance(parent, ast.Assign)
+            and any("loss" in dotted(t).lower() for t in parent.targets)
+            and (last(dotted(call.func)) or "A")[0].islower()
+            and not dotted(call.func).startswith(("torch.", "F."))
+            and loop is not None
+            and trains(loop.body)
+        )
 
     def salted(self, seed):
         """A seed made with hash() of a string (`hash(args.wandb_run_name) % 2**32`, peft's boft_dreambooth):
@@ -5868,8 +5915,54 @@ class Project:
     def augments(self):
         """Whether a module this one imports draws random data augmentations: a Random* transform, or numpy's
         or random's draws in a dataset's `__getitem__`, a transform's `__call__` or a function named for an
-        augmentation (gmflow's FlowAugmentor, SpeechTokenizer's random crop offset; corpus 15)."""
-        return any(Project.augments_in(m) for m in self.imported)
+        augmentation (gmflow's FlowAugmentor, SpeechTokenizer's random crop offset; corpus 15). A package's
+        __init__ counts with the modules it takes names from (SDFA-Net's `from datasets import ...`, whose
+        __init__ imports the KITTI dataset that flips at random; corpus 21, seen)."""
+        modules = set(self.imported)
+        for module in self.imported:
+            if module.name == "__init__.py":
+                modules |= {source for source, _ in Project.reexports(module).values()}
+        return any(Project.augments_in(m) for m in modules)
+
+    @staticmethod
+    @functools.cache
+    def noise_methods(module_path):
+        """The names of a module's functions named for a loss (`compute_loss`, `p_losses`) that draw Gaussian
+        noise (`torch.randn(...)`, `torch.randn_like(x)` with no generator of their own); not `forward` or
+        `__call__`, which a step reaches through the model's call, not by name, and whose draws are mostly
+        dropout's."""
+        try:  # a tree of its own, qualified (`th.randn_like` is torch's): Project.tree is shared as written
+            tree = Qualify().visit(ast.parse(Project.text(module_path)))
+        except (SyntaxError, ValueError):
+            return frozenset()
+        functions = [
+            f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        drawing = {
+            f.name
+            for f in functions
+            if re.search(r"loss", f.name, re.I)
+            and any(
+                isinstance(n, ast.Call)
+                # Gaussian noise for the data (and its timesteps beside it); not randint alone, which picks
+                # indices into each process's own batch (U2PL's anchors, corpus 11)
+                and last(dotted(n.func)) in ("randn", "randn_like", "normal")
+                and dotted(n.func).startswith("torch.")
+                and not keyword(n, "generator")
+                for n in ast.walk(f)
+            )
+        }
+        # and a forward that returns one of them: the model's call is then the drawing step
+        if any(
+            f.name == "forward"
+            and any(
+                isinstance(n, ast.Call) and dotted(n.func) in {f"self.{d}" for d in drawing}
+                for n in ast.walk(f)
+            )
+            for f in functions
+        ):
+            drawing.add("forward")
+        return frozenset(drawing)
 
     @staticmethod
     def is_root(folder):
