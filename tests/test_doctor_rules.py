@@ -3108,3 +3108,17 @@ def test_noise_drawn_in_the_projects_loss_method_is_the_training_steps(tmp_path)
             step,
             draw,
         )
+
+
+def test_a_tracker_started_on_every_accelerate_process():
+    """Corpus 21 (seen): audio_flow's `wandb.init(...)` under `if wandb_log:` in an Accelerate script: every
+    process starts its own run. Accelerate's own trackers (init_trackers) and a main-process guard are one."""
+    script = ACCELERATE_HEAD + "import wandb\nmodel = accelerator.prepare(model)\n{start}"
+    cases = {
+        "if wandb_log:\n    wandb.init(project='p')\n": ["DDL128"],
+        "if wandb_log and accelerator.is_main_process:\n    wandb.init(project='p')\n": [],
+        "accelerator.init_trackers('p')\n": [],
+    }
+    for start, expected in cases.items():
+        found = [f.code for f in doctor.check_source(script.format(start=start))]
+        assert found == expected, (start, found)

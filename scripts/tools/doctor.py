@@ -4899,7 +4899,7 @@ class TrackerOnEveryRank(Rule):
     code = "DDL128"
 
     def begin(self):
-        return self.m.distributed and not self.m.uses_accelerate
+        return self.m.distributed or self.m.uses_accelerate
 
     def visit_Call(self, node):
         name = dotted(node.func)
