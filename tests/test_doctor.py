@@ -430,6 +430,18 @@ CASES = {
         "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):\n"
         "    state = model.state_dict()\n",
     ),
+    "DDL155": (
+        "from accelerate import Accelerator\nfrom transformers import get_scheduler\n"
+        "accelerator = Accelerator()\n"
+        "lr_scheduler = get_scheduler('cosine', optimizer, num_warmup_steps=100,\n"
+        "    num_training_steps=args.max_train_steps)\n"
+        "model, optimizer, lr_scheduler = accelerator.prepare(model, optimizer, lr_scheduler)\n",
+        "from accelerate import Accelerator\nfrom transformers import get_scheduler\n"
+        "accelerator = Accelerator()\n"
+        "lr_scheduler = get_scheduler('cosine', optimizer, num_warmup_steps=100 * accelerator.num_processes,\n"
+        "    num_training_steps=args.max_train_steps * accelerator.num_processes)\n"
+        "model, optimizer, lr_scheduler = accelerator.prepare(model, optimizer, lr_scheduler)\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -3122,3 +3122,64 @@ def test_a_tracker_started_on_every_accelerate_process():
     for start, expected in cases.items():
         found = [f.code for f in doctor.check_source(script.format(start=start))]
         assert found == expected, (start, found)
+
+
+def test_a_prepared_scheduler_sized_in_optimizer_steps():
+    """DDL155 (corpora 22 and 23's Hallo and Text-To-Video-Finetuning, from diffusers' older scripts): the
+    scheduler given to accelerator.prepare steps once per process at each optimizer step, so a total counted in
+    optimizer steps (`max_train_steps * gradient_accumulation_steps`) ends 1/N of the way through. Not when the
+    count is scaled by the process count or made from a loader's length, not a constant schedule, not with
+    split_batches or step_scheduler_with_optimizer=False, not a scheduler kept out of prepare."""
+    script = (
+        "import torch\nfrom accelerate import Accelerator\nfrom diffusers.optimization import get_scheduler\n"
+        "def main(cfg, lr_scheduler='cosine'):\n    accelerator = Accelerator({options})\n"
+        "    total = {total}\n"
+        "    lr_scheduler = get_scheduler({name}, optimizer=optimizer, num_warmup_steps=10,\n"
+        "        num_training_steps=total)\n"
+        "    {prepared} = accelerator.prepare(model, optimizer, loader{scheduler})\n"
+    )
+    bad = {
+        "options": "gradient_accumulation_steps=cfg.gas",
+        "total": "cfg.max_train_steps * cfg.gas",
+        "name": "cfg.lr_scheduler",
+        "prepared": "model, optimizer, loader, lr_scheduler",
+        "scheduler": ", lr_scheduler",
+    }
+    cases = [
+        ({}, ["DDL155"]),
+        ({"name": "lr_scheduler"}, ["DDL155"]),  # the parameter's default, cosine, decays
+        ({"total": "cfg.max_train_steps * accelerator.num_processes"}, []),
+        ({"total": "cfg.epochs * len(loader) // cfg.gas"}, []),
+        ({"name": "'constant'"}, []),
+        ({"options": "split_batches=True"}, []),
+        ({"options": "step_scheduler_with_optimizer=False"}, []),
+        ({"prepared": "model, optimizer, loader", "scheduler": ""}, []),
+    ]
+    for change, expected in cases:
+        source = script.format(**{**bad, **change})
+        found = [f.code for f in doctor.check_source(source) if f.code == "DDL155"]
+        assert found == expected, (change, found)
+    # Tune-A-Video's `lr_scheduler: str = "constant"`: constant as the script runs by default
+    source = script.format(**{**bad, "name": "lr_scheduler"}).replace("'cosine'", "'constant'")
+    assert [f.code for f in doctor.check_source(source) if f.code == "DDL155"] == []
+
+
+def test_a_prepared_scheduler_whose_configs_keep_it_constant(tmp_path):
+    """Hallo's and Moore-AnimateAnyone's `get_scheduler(cfg.solver.lr_scheduler, ...)` (corpora 13 and 22): every
+    YAML config of the repository sets `lr_scheduler: "constant"`, so stepping it faster changes nothing; a
+    config that decays makes it DDL155."""
+    script = (
+        "from accelerate import Accelerator\nfrom diffusers.optimization import get_scheduler\n"
+        "accelerator = Accelerator()\nlr_scheduler = get_scheduler(cfg.solver.lr_scheduler, optimizer,\n"
+        "    num_warmup_steps=1, num_training_steps=cfg.solver.max_train_steps)\n"
+        "model, optimizer, lr_scheduler = accelerator.prepare(model, optimizer, lr_scheduler)\n"
+    )
+    for second, expected in (('"constant"', []), ("cosine", ["DDL155"])):
+        files = {
+            "README.md": "",
+            "train.py": script,
+            "configs/stage1.yaml": 'solver:\n  lr_scheduler: "constant"\n',
+            "configs/stage2.yaml": f"solver:\n  lr_scheduler: {second}\n",
+        }
+        found = check_in_project(tmp_path / second.strip('"'), files, "train.py")
+        assert [c for c in found if c == "DDL155"] == expected, (second, found)

@@ -380,6 +380,16 @@ RULES = {
         "load with strict=False hides it. FSDP's own state_dict() (a collective: every rank calls it) gives "
         "the full weights with the plain names.",
     ),
+    "DDL155": (
+        "a scheduler sized in optimizer steps and given to accelerator.prepare, which steps it once per process",
+        "size it in single-process steps (num_training_steps and the warmup times accelerator.num_processes, "
+        "as diffusers' scripts do), or keep it out of prepare()",
+        "b-schedulers-with-prepare",
+        "A prepared scheduler steps num_processes times at each optimizer step (split_batches=False), so one "
+        "sized max_train_steps (times the accumulation, as older diffusers scripts did) ends 1/N of the way "
+        "through: a linear decay over 10 optimizer steps reached 0 after 5 at 2 processes and stayed there "
+        "(measured).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -631,7 +641,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL153", "DDL154"})
+UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -3391,6 +3401,82 @@ class PreparedSchedulerPerEpoch(CallRule):
                 self.add(call)
 
 
+class PreparedSchedulerInOptimizerSteps(Rule):
+    """DDL155: `lr_scheduler = get_scheduler(..., num_training_steps=args.max_train_steps * gas)` (transformers'
+    or diffusers' get_scheduler, get_*_schedule_with_warmup) handed to accelerator.prepare, in a script whose
+    Accelerator keeps split_batches=False and steps the scheduler with the optimizer (the defaults): the
+    prepared scheduler steps once per process at each optimizer step, so a total counted in optimizer steps
+    ends 1/num_processes of the way through (Hallo's and Text-To-Video-Finetuning's shape, from diffusers'
+    older scripts; corpora 22 and 23). Not when the count is scaled by the process count, nor when it is made
+    from a loader's length (accelerate's own design: the unsharded loader's length before prepare is counted
+    in single-process steps), which this rule cannot tell from the prepared one's."""
+
+    code = "DDL155"
+    SCALED = re.compile(r"num_processes|world_size|num_machines|process_count|\blen\(")
+
+    def begin(self):
+        if not self.m.uses_accelerate or not self.m.prepared_schedulers:
+            return False
+        for call in self.m.calls.get("Accelerator", []) + self.m.calls.get(
+            "DataLoaderConfiguration", []
+        ):
+            if is_true(keyword(call, "split_batches")) or (
+                isinstance(keyword(call, "step_scheduler_with_optimizer"), ast.Constant)
+                and keyword(call, "step_scheduler_with_optimizer").value is False
+            ):
+                return False
+        return True
+
+    def visit_Assign(self, node):
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and re.fullmatch(r"get_scheduler|get_\w*schedule\w*", last(dotted(call.func)) or "")
+            and any(dotted(t) in self.m.prepared_schedulers for t in node.targets)
+        ):
+            return
+        total = keyword(call, "num_training_steps")
+        if total is None and "with_warmup" in last(dotted(call.func)) and len(call.args) >= 3:
+            total = call.args[2]  # get_linear_schedule_with_warmup(optimizer, warmup, total)
+        if total is None or self.SCALED.search(self.made_of(total)) or self.constant(call):
+            return
+        self.add(call, fixable=False)
+
+    def constant(self, call):
+        """A schedule that is constant as the script runs by default (`get_scheduler("constant", ...)`, a
+        parameter whose default is "constant": Tune-A-Video's `lr_scheduler: str = "constant"`, or a config key
+        every YAML file of the repository sets to "constant": Hallo's `lr_scheduler: "constant"`): stepping it
+        faster changes nothing."""
+        chosen = keyword(call, "name") or (call.args[0] if call.args else None)
+        if isinstance(chosen, ast.Constant):
+            return chosen.value == "constant"
+        if isinstance(chosen, ast.Attribute) and self.m.path and Path(self.m.path).is_file():
+            # `cfg.solver.lr_scheduler`: what the repository's configs set
+            values = Project.config_values(Project.root_of(self.m.path), chosen.attr)
+            return bool(values) and values == {"constant"}
+        function = self.function_of(call)
+        if not isinstance(chosen, ast.Name) or function is None:
+            return False
+        arguments = function.args
+        positional = arguments.posonlyargs + arguments.args
+        defaults = dict(zip([a.arg for a in positional][::-1], arguments.defaults[::-1]))
+        defaults.update(
+            (a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None
+        )
+        default = defaults.get(chosen.id)
+        return isinstance(default, ast.Constant) and default.value == "constant"
+
+    def made_of(self, expression, depth=3):
+        """The text of an expression and of what its names were assigned anywhere in the module, `depth`
+        links down (`max_train_steps = epochs * num_update_steps_per_epoch`, itself `len(loader) // gas`)."""
+        text = ast.unparse(expression)
+        names = {dotted(n) for n in ast.walk(expression) if dotted(n)}
+        for node in self.m.nodes if depth else ():
+            if isinstance(node, ast.Assign) and any(dotted(t) in names for t in node.targets):
+                text += " " + self.made_of(node.value, depth - 1)
+        return text
+
+
 class FindUnusedParameters(CallRule):
     """DDL112: DistributedDataParallel(find_unused_parameters=True)."""
 
@@ -5638,6 +5724,7 @@ RULE_CLASSES = [
     CollectiveInOneProcessRun,
     FsdpPlainScaler,
     FsdpInnerStateDict,
+    PreparedSchedulerInOptimizerSteps,
 ]
 
 
@@ -6129,6 +6216,19 @@ class Project:
             if len(pages) > 400:
                 break
         return tuple(pages[:400])
+
+    @staticmethod
+    @functools.cache
+    def config_values(root, key):
+        """The values a repository's YAML files give `key` (`lr_scheduler: "constant"` -> {"constant"})."""
+        if root is None:
+            return frozenset()
+        said = re.compile(rf"^\s*{re.escape(key)}\s*:\s*['\"]?([\w-]+)", re.M)
+        return frozenset(
+            value
+            for page in Project.pages(root, (".yaml", ".yml"))
+            for value in said.findall(Project.text(page))
+        )
 
     @staticmethod
     def naming(path):
