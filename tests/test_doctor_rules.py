@@ -3183,3 +3183,183 @@ def test_a_prepared_scheduler_whose_configs_keep_it_constant(tmp_path):
         }
         found = check_in_project(tmp_path / second.strip('"'), files, "train.py")
         assert [c for c in found if c == "DDL155"] == expected, (second, found)
+
+
+def test_what_corpus_23_said_of_the_local_rank_flag(tmp_path):
+    """Corpus 23 (seen), the default rules' three false findings, all DDL101's: ChatGLM-Finetuning's README runs
+    `CUDA_VISIBLE_DEVICES=0,1 deepspeed ... train.py`, openchat's `deepspeed --module
+    ochat.training_deepspeed.train` (DeepSpeed's launcher passes --local_rank either way); ml-mdm's
+    `--local-rank`, declared in config.py, is a leftover where the script reads LOCAL_RANK through a helper of
+    its own. Each beside the shape that is still the mistake."""
+    flag = (
+        "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--local_rank', default=0, type=int)\nargs = parser.parse_args()\n"
+        "dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
+    )
+    commands = {
+        "CUDA_VISIBLE_DEVICES=0,1 deepspeed --master_port 520 pkg/train.py": [],
+        "deepspeed --num_gpus=8 --module pkg.train --epochs 5": [],
+        "deepspeed --num_gpus=8 --module other.train --epochs 5": ["DDL101"],  # another file
+        "CUDA_VISIBLE_DEVICES=0,1 python -m torch.distributed.launch pkg/train.py": ["DDL101"],
+    }
+    for i, (command, expected) in enumerate(commands.items()):
+        files = {".git/HEAD": "", "README.md": f"```\n{command}\n```\n", "pkg/train.py": flag}
+        found = check_in_project(tmp_path / f"c{i}", files, "pkg/train.py")
+        assert [c for c in found if c == "DDL101"] == expected, (command, found)
+    script = (
+        "import torch.distributed as dist\nfrom config import get_arguments\n{helper}"
+        "args = get_arguments()\n{call}dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
+    )
+    config = (
+        "import argparse\ndef get_arguments():\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--local-rank', type=int, default=0, help='for debugging')\n"
+        "    return parser.parse_args()\n"
+    )
+    dist_helper = (
+        "import os\ndef get_local_rank():\n    return int(os.environ.get('LOCAL_RANK', '0'))\n"
+    )
+    cases = {
+        ("from distributed import get_local_rank\n", "local_rank = get_local_rank()\n"): [],
+        ("", ""): ["DDL101"],
+    }
+    for i, ((helper, call), expected) in enumerate(cases.items()):
+        files = {
+            "LICENSE": "",
+            "train.py": script.format(helper=helper, call=call),
+            "config.py": config,
+            "distributed.py": dist_helper,
+        }
+        found = check_in_project(tmp_path / f"h{i}", files, "train.py")
+        assert [c for c in found if c == "DDL101"] == expected, (helper, found)
+
+
+def test_find_unused_parameters_beside_a_static_graph():
+    """Corpus 23 (seen): SEDD's `DDP(model, find_unused_parameters=True, static_graph=True)`: a static graph
+    finds the unused parameters once, in the first iteration, so the flag costs no walk of the graph a step."""
+    wrap = (
+        DDP_HEAD
+        + "model = DDP(net, device_ids=[0], find_unused_parameters=True{more})\n{after}"
+        + DDP_TAIL
+    )
+    cases = {
+        ("", ""): ["DDL112"],
+        (", static_graph=True", ""): [],
+        ("", "model._set_static_graph()\n"): [],
+    }
+    for (more, after), expected in cases.items():
+        found = [f.code for f in doctor.check_source(wrap.format(more=more, after=after))]
+        assert found == expected, (more, after, found)
+
+
+def test_what_dragon_said_of_a_local_rank_that_is_the_global_one():
+    """Corpus 23 (seen): DRAGON counts its local rank against the whole job's ranks (`for p_rank in
+    range(args.world_size): if args.local_rank != p_rank: barrier()`), so it runs on one node and its `local_rank
+    in [-1, 0]` guard is rank 0's; its evaluation asserts `args.world_size == 1` before it runs, so what only the
+    evaluation and the guarded training call write is written once. Each beside the shape still reported."""
+    script = (
+        DDP_HEAD + "import json\ndef evaluate_split(path):\n    json.dump({{}}, open(path, 'w'))\n"
+        "def train(args):\n{turns}    if args.local_rank in [-1, 0]:\n"
+        "        torch.save(model.state_dict(), 'model.pt')\n        evaluate_split('dev.json')\n"
+        "def evaluate(args):\n    evaluate_split('test.json')\n"
+        "if args.mode == 'train':\n    train(args)\nelse:\n{check}    evaluate(args)\n" + DDP_TAIL
+    )
+    turns = (  # one rank at a time builds the data: every rank meets world_size barriers
+        "    for p_rank in range(args.world_size):\n        if args.local_rank != p_rank:\n"
+        "            dist.barrier()\n        build_cache()\n        if args.local_rank == p_rank:\n"
+        "            dist.barrier()\n"
+    )
+    cases = {
+        (turns, "    assert args.world_size == 1\n"): [],
+        ("", "    assert args.world_size == 1\n"): ["DDL107", "DDL107"],  # one writer a node
+        (turns, ""): ["DDL107"],  # evaluate() on every rank
+    }
+    for (turn, check), expected in cases.items():
+        found = [f.code for f in doctor.check_source(script.format(turns=turn, check=check))]
+        assert found == expected, (turn, check, found)
+
+
+def test_a_function_that_sets_its_rank_to_minus_one_runs_as_one_process():
+    """Corpus 23 (seen): TAPE's run_eval and run_embed begin with `local_rank = -1  # TAPE does not support
+    torch.distributed.launch for evaluation`, so their loaders, writes and samplers are a one-process run's."""
+    script = (
+        DDP_HEAD + "import json\ndef run_eval(args):\n{bind}"
+        "    sampler = DistributedSampler(valid_set, shuffle=False)\n"
+        "    loader = DataLoader(valid_set, sampler=sampler)\n    correct = evaluate(model, loader)\n"
+        "    dist.all_reduce(correct)\n    json.dump({{'acc': correct.item()}}, open('results.json', 'w'))\n"
+        + DDP_TAIL
+    )
+    found = [f.code for f in doctor.check_source(script.format(bind=""))]
+    assert found == ["DDL127", "DDL107"], found
+    assert doctor.check_source(script.format(bind="    local_rank = -1\n")) == []
+
+
+def test_what_corpus_23_said_of_tests_that_every_rank_answers_alike():
+    """Corpus 23 (seen): multiple physics pretraining sets `params['log_to_wandb'] = (global_rank == 0) and
+    params['log_to_wandb']` and starts wandb under `if self.params.log_to_wandb:` (rank 0's); ml-mdm returns
+    early `if not "MASTER_ADDR" in os.environ or world_size == 1:` and Satlas reduces `if is_distributed:`
+    (`rank is not None`): the launcher's address and "distributed or not" are the same on every rank, so what
+    follows is no collective some ranks skip. Each beside the shape still reported."""
+    keyed = (
+        DDP_HEAD + "import wandb\nparams['log_to_wandb'] = {flag}\n"
+        "class Trainer:\n    def train(self):\n        if self.params.log_to_wandb:\n"
+        "            wandb.init(project='p')\nTrainer().train()\n" + DDP_TAIL
+    )
+    cases = {"(dist.get_rank() == 0) and params['log_to_wandb']": [], "args.wandb": ["DDL128"]}
+    for flag, expected in cases.items():
+        found = [f.code for f in doctor.check_source(keyed.format(flag=flag))]
+        assert found == expected, (flag, found)
+    early = (
+        "import os\nimport torch.distributed as dist\ndef init(world_size):\n"
+        "    if {test}:\n        return\n    dist.init_process_group('nccl')\n    dist.barrier()\n"
+        "init(2)\ndist.destroy_process_group()\n"
+    )
+    tests = {
+        "not 'MASTER_ADDR' in os.environ or world_size == 1": [],
+        "int(os.environ['RANK']) != 0": ["DDL108"],
+    }
+    for test, expected in tests.items():
+        found = [f.code for f in doctor.check_source(early.format(test=test))]
+        assert found == expected, (test, found)
+    flagged = (
+        DDP_HEAD + "is_distributed = {value}\nfor step in range(10):\n    loss = train_step()\n"
+        "    if is_distributed:\n        dist.all_reduce(loss)\n" + DDP_TAIL
+    )
+    for value, expected in (("rank is not None", []), ("rank == 0", ["DDL108"])):
+        found = [f.code for f in doctor.check_source(flagged.format(value=value))]
+        assert found == expected, (value, found)
+
+
+def test_a_flag_of_one_process_commands_where_none_launches_the_file(tmp_path):
+    """Corpus 23 (seen): every documented command of DNABERT runs `python run_pretrain.py --do_train ...` in one
+    process, and none launches it distributed: `--do_train` then says nothing of a one-process path, and the
+    DistributedSampler under `if args.do_train:` is still one without set_epoch. Where a launch command beside
+    them leaves the flag out (gmflow's `--submission`), it does."""
+    script = (
+        DDP_HEAD + "if args.do_train:\n    sampler = DistributedSampler(ds)\n"
+        "    loader = DataLoader(ds, sampler=sampler)\n    for epoch in range(3):\n"
+        "        for x in loader:\n            pass\n" + DDP_TAIL
+    )
+    readmes = {
+        "python train.py --do_train --epochs 3\n": ["DDL105"],
+        "python train.py --do_train --epochs 3\ntorchrun --nproc_per_node 8 train.py --epochs 3\n": [],
+    }
+    for i, (readme, expected) in enumerate(readmes.items()):
+        files = {".git/HEAD": "", "README.md": f"```\n{readme}```\n", "train.py": script}
+        found = check_in_project(tmp_path / f"r{i}", files, "train.py")
+        assert [c for c in found if c == "DDL105"] == expected, (readme, found)
+
+
+def test_a_file_named_for_each_processs_clock():
+    """Corpus 18 (seen): ERNIE opens `"loss.{}".format(datetime.datetime.now())` on every rank: each process's
+    clock to the microsecond, so each writes its own file. strftime's seconds are shared: one file."""
+    script = (
+        DDP_HEAD + "import datetime\nwith open('loss.{{}}'.format({stamp}), 'w') as fout:\n"
+        "    fout.write('0.1')\n" + DDP_TAIL
+    )
+    stamps = {
+        "datetime.datetime.now()": [],
+        "datetime.datetime.now().strftime('%H%M%S')": ["DDL107"],
+    }
+    for stamp, expected in stamps.items():
+        found = [f.code for f in doctor.check_source(script.format(stamp=stamp))]
+        assert found == expected, (stamp, found)

@@ -64,7 +64,11 @@ COLLECTIVES = {
 # (TORCHELASTIC_ERROR_FILE: torchrun hands each worker a file of its own)
 # a name no other process makes: its rank, or a uuid / pid (vall-e's `batch-{uuid4()}.pt`)
 PER_RANK = re.compile(
-    r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE|uuid|getpid", re.I
+    r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE|uuid|getpid"
+    # each process's own clock to the microsecond (ERNIE's `"loss.{}".format(datetime.datetime.now())`, corpus
+    # 18); not strftime's seconds, which the ranks share
+    r"|datetime\.now\(\)(?!\.strftime)",
+    re.I,
 )
 # `gpu_id == 0`: pytorch/examples' ddp-tutorial-series names the local rank so
 RANK_WORDS = (
@@ -83,6 +87,8 @@ RANK_WORDS = (
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
 # calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
 LAUNCHERS = ("spawn", "start_processes", "Process")
+# mistakes of a distributed run's data, writes and evaluation: none where only a one-process run goes
+RUN_SHAPED = {"DDL105", "DDL107", "DDL127", "DDL128", "DDL132", "DDL137", "DDL139"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 # `val` alone or run together with what it names (`valset`, `valloader`: Depth-Anything-V2), not `interval`, `value`
 # what a test reads to tell a distributed run from one process (`not args.distributed`, `world_size == 1`)
@@ -716,6 +722,13 @@ def mentions_rank(test):
         and ast.unparse(test.comparators[0]) == "-1"
     ):
         return False
+    if (  # `rank is not None` (Satlas's is_distributed, corpus 23): distributed or not, as -1 is
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and ast.unparse(test.comparators[0]) == "None"
+    ):
+        return False
     if (  # local_rank >= 0, rank < 0: distributed or not, the same answer on every rank
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -723,7 +736,9 @@ def mentions_rank(test):
         and ast.unparse(test.comparators[0]) == "0"
     ):
         return False
-    text = ast.unparse(test).lower()
+    # MASTER_ADDR and MASTER_PORT are the launcher's, the same on every rank (ml-mdm's `if not "MASTER_ADDR" in
+    # os.environ or world_size == 1: return`, corpus 23, seen)
+    text = re.sub(r"master_(addr|port)", "", ast.unparse(test).lower())
     return any(word in text for word in RANK_WORDS)
 
 
@@ -1145,8 +1160,9 @@ class Checker:
         """The script makes its local rank the global one: `init_process_group(rank=local_rank)` (then it runs on
         one node only, where local rank 0 is rank 0: mri_dm, fine-tune-mistral), or `local_rank =
         dist.get_rank()` (the super-resolution course's main.py), or the node's offset added to it after the group
-        forms (`args.local_rank += args.node_index * args.gpu_per_node`, CodeXGLUE's run_lm.py, corpus 15). A
-        one-writer-a-node guard is then rank 0's."""
+        forms (`args.local_rank += args.node_index * args.gpu_per_node`, CodeXGLUE's run_lm.py, corpus 15), or
+        the ranks of the whole job counted against it (`for p_rank in range(args.world_size): if
+        args.local_rank != p_rank:`, DRAGON, corpus 23). A one-writer-a-node guard is then rank 0's."""
         if self.called_local_is_global:
             return True
         if self.root is not None and Project.asserts_local_is_global(self.root):
@@ -1176,6 +1192,20 @@ class Checker:
                 and any(
                     isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mult)
                     for m in ast.walk(n.value)
+                )
+            ):
+                return True
+            if (  # DRAGON's `for p_rank in range(args.world_size): if args.local_rank != p_rank:` (corpus 23)
+                isinstance(n, ast.For)
+                and isinstance(n.target, ast.Name)
+                and isinstance(n.iter, ast.Call)
+                and dotted(n.iter.func) == "range"
+                and any("world_size" in ast.unparse(a) for a in n.iter.args)
+                and any(
+                    isinstance(c, ast.Compare)
+                    and {dotted(x) for x in [c.left, *c.comparators]} & {n.target.id}
+                    and any("local_rank" in dotted(x) for x in [c.left, *c.comparators])
+                    for c in ast.walk(n)
                 )
             ):
                 return True
@@ -1266,11 +1296,13 @@ class Checker:
                 return False
         return True
 
-    def add(self, node, code, fixable=True):
+    def add(self, node, code, fixable=True, via=None):
         if code == "DDL102" and self.old_api_fallback(node):
             return
-        fixable = fixable and code in FIXABLE
-        self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable))
+        if code in RUN_SHAPED and self.never_distributed(node):
+            return  # a sampler, a write or an eval in code that only a one-process run reaches (TAPE's run_eval)
+        fixable = fixable and code in FIXABLE and via is None
+        self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable, via))
 
     def old_api_fallback(self, node):
         """Whether a torch.cuda.amp use is the fallback for an older torch, after the new API was tried:
@@ -1424,8 +1456,8 @@ class Checker:
 
     def never_distributed(self, node, seen=()):
         """Whether `node` sits in a branch that only a flag asserted off when distributed leads to, or after a
-        function's `if args.distributed: raise NotImplementedError()` (PoinTr's test_net), or in a function
-        that only such code calls."""
+        function's `if args.distributed: raise NotImplementedError()` (PoinTr's test_net) or `local_rank = -1`
+        (TAPE's run_eval), or in a function that only such code calls."""
         child = node
         for parent in self.parents_of(node):
             if isinstance(child, ast.stmt) and any(
@@ -1434,7 +1466,7 @@ class Checker:
                 return True  # after `assert opt.local_rank == -1, 'DDP mode not implemented for --evolve'`
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if any(
-                    refuses_distributed(s) and s.lineno < node.lineno
+                    (refuses_distributed(s) or binds_no_rank(s)) and s.lineno < node.lineno
                     for s in parent.body
                     if s is not child
                 ):
@@ -1579,9 +1611,32 @@ class Checker:
             return True  # `gpu == 0` where `init_process_group(rank=gpu)`: gpu is the rank
         return any(
             dotted(n) in self.rank_flags
+            or isinstance(n, ast.Attribute)
+            and n.attr in self.keyed_rank_flags
+            or isinstance(n, ast.Subscript)
+            and isinstance(n.slice, ast.Constant)
+            and n.slice.value in self.keyed_rank_flags
             for n in ast.walk(test)
-            if isinstance(n, (ast.Name, ast.Attribute))
+            if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
         )
+
+    @functools.cached_property
+    def keyed_rank_flags(self):
+        """Keys of a config set to a rank test (`params['log_to_wandb'] = (global_rank == 0) and
+        params['log_to_wandb']`, multiple physics pretraining, corpus 23, seen), read later as the config's
+        attribute (`if self.params.log_to_wandb:`) or item."""
+        return {
+            t.slice.value
+            for n in self.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, (ast.Compare, ast.BoolOp))
+            and mentions_rank(n.value)
+            for t in n.targets
+            if isinstance(t, ast.Subscript)
+            and isinstance(t.slice, ast.Constant)
+            and isinstance(t.slice.value, str)
+            and not re.search(r"rank|main|master", t.slice.value, re.I)
+        }
 
     @functools.cached_property
     def rank_holders(self):
@@ -1624,9 +1679,31 @@ class Checker:
 # the Checker gathered (its parent map, call sites, wrapped names) and reports its one code. RULE_CLASSES, at
 # the end, is the registry.
 def asserts_one_process(statement):
-    """`assert opt.local_rank == -1, '...'`, `assert not args.distributed`: what follows it in its block runs in a
-    one-process run only (yolor's --evolve branch, corpus 17, seen)."""
-    return isinstance(statement, ast.Assert) and not_distributed(statement.test)
+    """`assert opt.local_rank == -1, '...'`, `assert not args.distributed`, `assert args.world_size == 1`: what
+    follows it in its block runs in a one-process run only (yolor's --evolve branch, corpus 17; DRAGON's
+    evaluation, corpus 23: seen)."""
+    if not isinstance(statement, ast.Assert):
+        return False
+    test = statement.test
+    return not_distributed(test) or (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and ast.unparse(test.comparators[0]) == "1"
+        and (last(dotted(test.left)) or "").lower() == "world_size"
+    )
+
+
+def binds_no_rank(statement):
+    """`local_rank = -1  # TAPE does not support torch.distributed.launch for evaluation` in a function's body:
+    what follows in it runs as one process (TAPE's run_eval and run_embed, corpus 23, seen)."""
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and mentions_rank(statement.targets[0])
+        and ast.unparse(statement.value) == "-1"
+    )
 
 
 def refuses_distributed(statement):
@@ -1820,7 +1897,8 @@ class DeprecatedLauncher(Rule):
             return False
         named = Project.naming(self.m.path)
         return any(
-            re.match(r"\s*deepspeed\b", command) and named.search(command)
+            # `CUDA_VISIBLE_DEVICES=0,1 deepspeed --master_port 520 train.py` (ChatGLM-Finetuning, corpus 23)
+            re.match(r"\s*(\w+=\S*\s+)*deepspeed\b", command) and named.search(command)
             for command in Project.commands(root)
         )
 
@@ -2097,7 +2175,7 @@ class SamplerWithoutSetEpoch(CallRule):
                 continue
             module, line = where
             via = reached_at(m.path, module, line)
-            m.found.append(Finding(m.path, node.lineno, node.col_offset, self.code, False, via))
+            m.add(node, self.code, False, via)
 
 
 class WrappedStateDict(CallRule):
@@ -3478,13 +3556,18 @@ class PreparedSchedulerInOptimizerSteps(Rule):
 
 
 class FindUnusedParameters(CallRule):
-    """DDL112: DistributedDataParallel(find_unused_parameters=True)."""
+    """DDL112: DistributedDataParallel(find_unused_parameters=True); not with static_graph=True, under which DDP
+    finds the unused parameters once, in the first iteration, instead of walking the graph every step (SEDD,
+    corpus 23, seen)."""
 
     code = "DDL112"
 
     def check(self, call, name, callee):
-        if callee in ("DistributedDataParallel", "DDP") and is_true(
-            keyword(call, "find_unused_parameters")
+        if (
+            callee in ("DistributedDataParallel", "DDP")
+            and is_true(keyword(call, "find_unused_parameters"))
+            and not is_true(keyword(call, "static_graph"))
+            and "_set_static_graph" not in self.m.words
         ):
             self.add(call)
 
@@ -4798,9 +4881,7 @@ class PaddedEvalSampler(Rule):
             if last(dotted(call.func)) not in self.reported_in and not (
                 self.reported_in and dotted(call.func) in local
             ):
-                self.m.found.append(
-                    Finding(self.m.path, call.lineno, call.col_offset, self.code, False, where)
-                )
+                self.m.add(call, self.code, False, where)
 
 
 def sets_requires_grad(node, value):
@@ -6182,8 +6263,8 @@ class Project:
     @functools.cache
     def commands(root):
         """Every shell command of a repository's pages and shell scripts (at most 400 of them) that runs a Python
-        file (`python x.py`, `python -m torch.distributed.launch ... x.py`, `torchrun ... x.py`), each with its
-        continuation lines (a trailing backslash) joined."""
+        file (`python x.py`, `python -m torch.distributed.launch ... x.py`, `torchrun ... x.py`) or module
+        (`deepspeed --module pkg.train`), each with its continuation lines (a trailing backslash) joined."""
         found = []
         for page in Project.pages(root, (".sh", ".md")):
             lines = Project.text(page).splitlines()
@@ -6196,7 +6277,7 @@ class Project:
                 while command.rstrip().endswith("\\") and j + 1 < len(lines):
                     j += 1
                     command = command.rstrip()[:-1] + " " + lines[j]
-                if re.search(r"\.py\b", command):
+                if re.search(r"\.py\b|(\s-m|--module)[=\s]+\w", command):
                     found.append(command)
         return tuple(found)
 
@@ -6235,7 +6316,14 @@ class Project:
         """A pattern for a command that runs this file: its name alone or at the end of a path (`main.py`,
         `tools/main.py`), not inside another name (`main.py` in `my_main.py`, `tools-main.py`)."""
         name = re.escape(Path(path).name)
-        return re.compile(rf"(?<![\w/-]){name}(?!\w)|/{name}\b")
+        pattern = rf"(?<![\w/-]){name}(?!\w)|/{name}\b"
+        root = Project.root_of(path)
+        if (
+            root is not None
+        ):  # and as a module from the root: `deepspeed --module ochat.training_deepspeed.train`
+            module = ".".join(Path(path).resolve().relative_to(root).with_suffix("").parts)
+            pattern += rf"|(?:\s-m|--module)[=\s]+{re.escape(module)}(?![\w.])"
+        return re.compile(pattern)
 
     @staticmethod
     @functools.cache
@@ -6259,7 +6347,9 @@ class Project:
                 command,
             )
             (launched if distributed else single).update(flags)
-        return frozenset(single - launched)
+        # where no command launches the file distributed, a flag tells no one-process path from the rest
+        # (DNABERT's `--do_train` in every command, corpus 23)
+        return frozenset(single - launched) if launched else frozenset()
 
     @staticmethod
     @functools.cache
@@ -6692,6 +6782,11 @@ def one_call_away(checker):
         checker.words & {"no_sync", "accumulate", "require_backward_grad_sync", "ddp_sync"}
     )
     instances = project_instances(checker)
+    # this file reads LOCAL_RANK, itself or through a helper of the project (ml-mdm's get_local_rank, corpus 23)
+    # that is not the parser (Point-MAE's get_args sets LOCAL_RANK from the flag)
+    reads_local_rank = checker.reads_local_rank or checker.calls_a_helper_saying(
+        r"^(?![\s\S]*--local)[\s\S]*[\'\"]LOCAL_RANK[\'\"]"
+    )
     for call in checker.nodes:
         if not isinstance(call, ast.Call) or checker.never_distributed(call):
             continue
@@ -6700,7 +6795,7 @@ def one_call_away(checker):
             dataset = name in Project.datasets(module)
             for f in findings_when_called(module, *context):
                 # DDL101 too where this file reads no LOCAL_RANK either: `--local_rank` in utils/parser.py
-                carried = f.code in REACHED or f.code == "DDL101" and not checker.reads_local_rank
+                carried = f.code in REACHED or f.code == "DDL101" and not reads_local_rank
                 inside = any(first <= f.line <= end for first, end in spans)
                 if not carried or not inside or (module, f.line, f.code) in seen:
                     continue
