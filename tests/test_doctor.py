@@ -442,6 +442,16 @@ CASES = {
         "    num_training_steps=args.max_train_steps * accelerator.num_processes)\n"
         "model, optimizer, lr_scheduler = accelerator.prepare(model, optimizer, lr_scheduler)\n",
     ),
+    "DDL156": (
+        "import torch\nfrom torch.utils.data import DataLoader, RandomSampler\n"
+        "torch.distributed.init_process_group('nccl')\nmodel = torch.nn.parallel.DistributedDataParallel(net)\n"
+        "loader = DataLoader(ds, sampler=RandomSampler(ds), batch_size=32)\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\nmodel = torch.nn.parallel.DistributedDataParallel(net)\n"
+        "loader = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=32)\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

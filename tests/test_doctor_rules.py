@@ -3363,3 +3363,45 @@ def test_a_file_named_for_each_processs_clock():
     for stamp, expected in stamps.items():
         found = [f.code for f in doctor.check_source(script.format(stamp=stamp))]
         assert found == expected, (stamp, found)
+
+
+def test_a_ddp_loop_over_a_loader_that_shuffles_the_whole_dataset(tmp_path):
+    """DDL156 (Satlas, corpus 23): a DDP script trains over `DataLoader(data, sampler=RandomSampler(data))` and
+    shards nothing, so every rank iterates the whole dataset. Not where the dataset is made per rank (FiD's
+    examples loaded with the rank, corpus 14), nor where a project module it comes from splits by rank
+    (contriever's data.load_data, corpus 13), nor with a DistributedSampler, nor for an eval loader."""
+    script = (
+        DDP_HEAD + "from torch.utils.data import RandomSampler\nmodel = DDP(net)\n{data}"
+        "train_sampler = RandomSampler(train_data)\n"
+        "loader = DataLoader(train_data, sampler=train_sampler, batch_size=8)\n"
+        "for epoch in range(3):\n    for x, y in loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n" + DDP_TAIL
+    )
+    cases = {
+        "train_data = load_examples(path)\n": ["DDL156"],
+        "examples = load_examples(path, global_rank=rank, world_size=world)\n"
+        "train_data = Examples(examples)\n": [],
+    }
+    for data, expected in cases.items():
+        found = [
+            f.code for f in doctor.check_source(script.format(data=data)) if f.code == "DDL156"
+        ]
+        assert found == expected, (data, found)
+    files_split = (
+        "import torch.distributed as dist\ndef load_data(path):\n    return load_dataset(path)\n"
+        "def load_dataset(path):\n    files = sorted(path)\n    return files[dist.get_rank()::2]\n"
+    )
+    plain = "def load_data(path):\n    return sorted(path)\n"
+    for module, expected in ((files_split, []), (plain, ["DDL156"])):
+        files = {
+            "LICENSE": "",
+            "data.py": module,
+            "train.py": script.format(data="import data\ntrain_data = data.load_data(path)\n"),
+        }
+        found = check_in_project(tmp_path / str(len(expected)), files, "train.py")
+        assert [c for c in found if c == "DDL156"] == expected, (module, found)
+    evaluated = script.replace(
+        "        F.mse_loss(model(x), y).backward()\n        optimizer.step()\n",
+        "        print(model(x))\n",
+    )
+    assert "DDL156" not in [f.code for f in doctor.check_source(evaluated.format(data=""))]

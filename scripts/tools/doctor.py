@@ -396,6 +396,15 @@ RULES = {
         "through: a linear decay over 10 optimizer steps reached 0 after 5 at 2 processes and stayed there "
         "(measured).",
     ),
+    "DDL156": (
+        "a DDP training loop over a DataLoader that shuffles the whole dataset (shuffle=True or a "
+        "RandomSampler), with no DistributedSampler",
+        "shard it: DataLoader(dataset, sampler=DistributedSampler(dataset), ...) and set_epoch(epoch) each epoch",
+        "4-shard-the-training-data",
+        "Without a DistributedSampler every rank iterates the whole dataset in its own order: an epoch is "
+        "world-size passes over the data, each step's global batch holds repeats, and the run is not the "
+        "one-process run with the same global batch.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -647,7 +656,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155"})
+UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155", "DDL156"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -3555,6 +3564,134 @@ class PreparedSchedulerInOptimizerSteps(Rule):
         return text
 
 
+class UnshardedTrainingLoader(Rule):
+    """DDL156: in a script that wraps its model in DDP, a loop that trains (here or in a method of this module it
+    calls) over a DataLoader this module builds with `shuffle=True` or a `RandomSampler`, where nothing in the
+    module shards the data (no DistributedSampler, no sampler helper of the project, no rank or replica count
+    handed to the loader or its dataset, no `split_dataset_by_node`): every rank iterates the whole dataset
+    (Satlas under torch.distributed.launch, corpus 23; neuraloperator's Burgers loader, corpus 21)."""
+
+    code = "DDL156"
+    SHARDS = {
+        "DistributedSampler",
+        "DistributedBatchSampler",
+        "ElasticDistributedSampler",
+        "num_replicas",
+        "split_dataset_by_node",
+        "shard",
+        "shards",
+        "distributed_sampler",
+        "InfiniteSampler",
+    }
+
+    def begin(self):
+        words = self.m.words | set(self.m.calls)
+        return (
+            self.m.wraps_in_ddp
+            and not self.m.uses_accelerate
+            and not words & self.SHARDS
+            and not self.m.project.sampler_helpers
+            and not self.m.project.train_sampler_helpers
+        )
+
+    def end(self):
+        random_samplers = {
+            dotted(t)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) == "RandomSampler"
+            for t in n.targets
+        }
+        built = {}
+        for n in self.m.nodes:
+            if not (
+                isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
+            ):
+                continue
+            call = n.value
+            if last(dotted(call.func)) != "DataLoader" or not dotted(n.targets[0]):
+                continue
+            sampler = keyword(call, "sampler")
+            shuffles = is_true(keyword(call, "shuffle")) or (
+                sampler is not None
+                and (
+                    dotted(sampler) in random_samplers
+                    or isinstance(sampler, ast.Call)
+                    and last(dotted(sampler.func)) == "RandomSampler"
+                )
+            )
+            if shuffles and not self.dataset_shards(call):
+                built.setdefault(dotted(n.targets[0]), n)
+        for n in (
+            self.m.nodes
+        ):  # `train_loader = get_data(args, "train")`, a project function's plain loader
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                target = self.m.project.defined.get(dotted(n.value.func))
+                if target is not None and self.shuffles_unsharded(*target):
+                    for t in n.targets:
+                        for e in t.elts if isinstance(t, ast.Tuple) else [t]:
+                            if re.search(r"train", dotted(e), re.I):
+                                built.setdefault(dotted(e), n)
+        for loop in self.m.nodes:
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            iterated = {
+                dotted(n) for n in ast.walk(loop.iter) if isinstance(n, (ast.Name, ast.Attribute))
+            }
+            if iterated & set(built) and self.trains_deep(loop.body):
+                self.add(loop, fixable=False)
+                return
+
+    def shuffles_unsharded(self, module, name):
+        """A project function that builds a DataLoader over a RandomSampler (or shuffle=True), in a module that
+        shards nothing (hyperfuture's datasets.get_data, corpus 20; not tdfo's data.py, whose datasets
+        split_dataset_by_node splits)."""
+        source = Project.source_of(module, name)
+        return (
+            "DataLoader(" in source
+            and re.search(r"RandomSampler\(|shuffle\s*=\s*True", source) is not None
+            and re.search(
+                r"DistributedSampler|num_replicas|rank|world_size|shard|split_dataset_by_node",
+                Project.text(module),
+            )
+            is None
+        )
+
+    def dataset_shards(self, call):
+        """The loader's dataset is given the rank or the world size (`ShardedDataset(path, rank=rank)`), or is a
+        project class whose source reads them: it shards itself."""
+        dataset = call.args[0] if call.args else keyword(call, "dataset")
+        if dataset is None:
+            return True
+        names, values = {dotted(dataset)}, [dataset]
+        for _ in range(
+            3
+        ):  # what the dataset is made of, link by link (FiD's examples, loaded per rank)
+            made = [
+                n.value
+                for n in self.m.nodes
+                if isinstance(n, ast.Assign) and any(dotted(t) in names for t in n.targets)
+            ]
+            values += made
+            names = {dotted(m) for v in made for m in ast.walk(v) if dotted(m)}
+        for value in values:
+            if re.search(r"rank|world_size|num_replicas|process_index", ast.unparse(value), re.I):
+                return True
+            for made in ast.walk(value):
+                target = (
+                    self.m.project.defined.get(dotted(made.func))
+                    if isinstance(made, ast.Call)
+                    else None
+                )
+                # contriever's data.load_data, whose module splits its files by get_rank()
+                if target is not None and re.search(
+                    r"rank|world_size|num_replicas|split_by_node|shard", Project.text(target[0])
+                ):
+                    return True
+        return False
+
+
 class FindUnusedParameters(CallRule):
     """DDL112: DistributedDataParallel(find_unused_parameters=True); not with static_graph=True, under which DDP
     finds the unused parameters once, in the first iteration, instead of walking the graph every step (SEDD,
@@ -5806,6 +5943,7 @@ RULE_CLASSES = [
     FsdpPlainScaler,
     FsdpInnerStateDict,
     PreparedSchedulerInOptimizerSteps,
+    UnshardedTrainingLoader,
 ]
 
 
