@@ -1012,6 +1012,11 @@ def test_a_progress_line_is_not_a_metric():
     assert [f.code for f in doctor.check_source(divided)] == ["DDL114"]
 
 
+def codes_of(template, **fields):
+    """The codes doctor finds in a script template filled with `fields`."""
+    return [f.code for f in doctor.check_source(template.format(**fields))]
+
+
 def check_in_project(tmp_path, files, name, where=False):
     """doctor's command line on one file of a small project written to tmp_path: the neighbours are read.
     The codes found, or with `where`, (line, code) pairs."""
@@ -3318,8 +3323,7 @@ def test_what_corpus_23_said_of_tests_that_every_rank_answers_alike():
         "int(os.environ['RANK']) != 0": ["DDL108"],
     }
     for test, expected in tests.items():
-        found = [f.code for f in doctor.check_source(early.format(test=test))]
-        assert found == expected, (test, found)
+        assert codes_of(early, test=test) == expected, test
     flagged = (
         DDP_HEAD + "is_distributed = {value}\nfor step in range(10):\n    loss = train_step()\n"
         "    if is_distributed:\n        dist.all_reduce(loss)\n" + DDP_TAIL
@@ -3361,8 +3365,7 @@ def test_a_file_named_for_each_processs_clock():
         "datetime.datetime.now().strftime('%H%M%S')": ["DDL107"],
     }
     for stamp, expected in stamps.items():
-        found = [f.code for f in doctor.check_source(script.format(stamp=stamp))]
-        assert found == expected, (stamp, found)
+        assert codes_of(script, stamp=stamp) == expected, stamp
 
 
 def test_a_ddp_loop_over_a_loader_that_shuffles_the_whole_dataset(tmp_path):
@@ -3405,3 +3408,24 @@ def test_a_ddp_loop_over_a_loader_that_shuffles_the_whole_dataset(tmp_path):
         "        print(model(x))\n",
     )
     assert "DDL156" not in [f.code for f in doctor.check_source(evaluated.format(data=""))]
+
+
+def test_a_set_epoch_in_a_helper_that_is_never_handed_the_sampler():
+    """Corpus 23 (seen): SEDD's `cycle_loader(dataloader, sampler=None)` sets the epoch of the sampler it is
+    handed, and its only call, `cycle_loader(DataLoader(train_set, sampler=train_sampler))`, hands none: the
+    DistributedSampler never gets an epoch. Handed it, it does."""
+    script = (
+        DDP_HEAD + "import numpy as np\ndef cycle_loader(dataloader, sampler=None):\n    while 1:\n"
+        "        if sampler is not None:\n            sampler.set_epoch(np.random.randint(0, 100000))\n"
+        "        for data in dataloader:\n            yield data\n"
+        "train_sampler = DistributedSampler(train_set)\n"
+        "train_loader = cycle_loader(DataLoader(train_set, sampler=train_sampler){handed})\n"
+        + DDP_TAIL
+    )
+    for handed, expected in (
+        ("", ["DDL105"]),
+        (", train_sampler", []),
+        (", sampler=train_sampler", []),
+    ):
+        found = [f.code for f in doctor.check_source(script.format(handed=handed))]
+        assert found == expected, (handed, found)

@@ -1629,6 +1629,17 @@ class Checker:
             if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
         )
 
+    def bound_to(self, callee):
+        """The names this module binds to a call of `callee` (`sampler = RandomSampler(ds)`: "sampler")."""
+        return {
+            dotted(t)
+            for n in self.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) == callee
+            for t in n.targets
+        }
+
     @functools.cached_property
     def keyed_rank_flags(self):
         """Keys of a config set to a rank test (`params['log_to_wandb'] = (global_rank == 0) and
@@ -2049,12 +2060,45 @@ class SamplerWithoutSetEpoch(CallRule):
     def check(self, call, name, callee):
         if (
             callee == "DistributedSampler"
-            and not self.m.set_epoch_called
+            and (not self.m.set_epoch_called or self.epoch_never_reaches_a_sampler)
             and self.m.shuffles(call)
             and not self.epoched_by_a_trainer()
             and not self.in_a_library_trainer(call)
         ):
             self.add(call)
+
+    @functools.cached_property
+    def epoch_never_reaches_a_sampler(self):
+        """Every set_epoch of the module is on a parameter of a function (`def cycle_loader(dataloader,
+        sampler=None): ... sampler.set_epoch(...)`) that no call of it in the module passes (SEDD's
+        `cycle_loader(DataLoader(train_set, sampler=train_sampler))`, corpus 23, seen): no sampler gets it."""
+        calls = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "set_epoch"
+        ]
+        for call in calls:
+            function = self.function_of(call)
+            owner = dotted(call.func.value)
+            if function is None:
+                return False
+            params = [a.arg for a in function.args.posonlyargs + function.args.args]
+            if owner not in params + [a.arg for a in function.args.kwonlyargs]:
+                return False
+            position = params.index(owner) if owner in params else None
+            uses = self.m.calls.get(function.name, [])
+            if not uses or any(
+                keyword(use, owner) is not None
+                or position is not None
+                and len(use.args) > position
+                or any(isinstance(a, ast.Starred) for a in use.args)
+                or any(k.arg is None for k in use.keywords)
+                for use in uses
+            ):
+                return False
+        return bool(calls)
 
     def in_a_library_trainer(self, call):
         """In a method of a subclass of transformers' Trainer (`get_train_sampler` overridden): the Trainer's
@@ -3595,14 +3639,7 @@ class UnshardedTrainingLoader(Rule):
         )
 
     def end(self):
-        random_samplers = {
-            dotted(t)
-            for n in self.m.nodes
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Call)
-            and last(dotted(n.value.func)) == "RandomSampler"
-            for t in n.targets
-        }
+        random_samplers = self.m.bound_to("RandomSampler")
         built = {}
         for n in self.m.nodes:
             if not (
@@ -5706,14 +5743,7 @@ class DistributedByGpuCount(Rule):
 
     def begin(self):
         self.tests = []
-        self.counts = {
-            dotted(t)
-            for n in self.m.nodes
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Call)
-            and last(dotted(n.value.func)) == "device_count"
-            for t in n.targets
-        }
+        self.counts = self.m.bound_to("device_count")
         # a script that starts one process a GPU itself (mp.spawn) has as many processes as GPUs
         return self.m.distributed and not self.m.spawned
 
