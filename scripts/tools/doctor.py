@@ -402,8 +402,8 @@ RULES = {
         "shard it: DataLoader(dataset, sampler=DistributedSampler(dataset), ...) and set_epoch(epoch) each epoch",
         "4-shard-the-training-data",
         "Without a DistributedSampler every rank iterates the whole dataset in its own order: an epoch is "
-        "world-size passes over the data, each step's global batch holds repeats, and the run is not the "
-        "one-process run with the same global batch.",
+        "world-size passes over the data, each sample is trained on world-size times an epoch, and the run "
+        "is not the one-process run with the same global batch.",
     ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
