@@ -1629,6 +1629,20 @@ class Checker:
             if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
         )
 
+    def made_of(self, expression, depth=3):
+        """The expression and what its names were assigned anywhere in the module, link by link, `depth` links
+        down (`max_train_steps = epochs * steps_per_epoch`, itself `len(loader) // gas`)."""
+        values, names = [expression], {dotted(m) for m in ast.walk(expression) if dotted(m)}
+        for _ in range(depth):
+            made = [
+                n.value
+                for n in self.nodes
+                if isinstance(n, ast.Assign) and any(dotted(t) in names for t in n.targets)
+            ]
+            values += made
+            names = {dotted(m) for v in made for m in ast.walk(v) if dotted(m)}
+        return values
+
     def bound_to(self, callee):
         """The names this module binds to a call of `callee` (`sampler = RandomSampler(ds)`: "sampler")."""
         return {
@@ -3333,7 +3347,7 @@ class SameSeedEveryRank(Rule):
         if function is None or not depth or function.name in self.m.spawned:
             return False
         callers = [
-            n for n in self.m.nodes if isinstance(n, ast.Call) and dotted(n.func) == function.name
+            c for c in self.m.calls.get(function.name, []) if dotted(c.func) == function.name
         ]
         return bool(callers) and all(self.launcher(c, depth - 1) for c in callers)
 
@@ -3569,7 +3583,8 @@ class PreparedSchedulerInOptimizerSteps(Rule):
         total = keyword(call, "num_training_steps")
         if total is None and "with_warmup" in last(dotted(call.func)) and len(call.args) >= 3:
             total = call.args[2]  # get_linear_schedule_with_warmup(optimizer, warmup, total)
-        if total is None or self.SCALED.search(self.made_of(total)) or self.constant(call):
+        made = " ".join(ast.unparse(v) for v in self.m.made_of(total)) if total is not None else ""
+        if total is None or self.SCALED.search(made) or self.constant(call):
             return
         self.add(call, fixable=False)
 
@@ -3596,16 +3611,6 @@ class PreparedSchedulerInOptimizerSteps(Rule):
         )
         default = defaults.get(chosen.id)
         return isinstance(default, ast.Constant) and default.value == "constant"
-
-    def made_of(self, expression, depth=3):
-        """The text of an expression and of what its names were assigned anywhere in the module, `depth`
-        links down (`max_train_steps = epochs * num_update_steps_per_epoch`, itself `len(loader) // gas`)."""
-        text = ast.unparse(expression)
-        names = {dotted(n) for n in ast.walk(expression) if dotted(n)}
-        for node in self.m.nodes if depth else ():
-            if isinstance(node, ast.Assign) and any(dotted(t) in names for t in node.targets):
-                text += " " + self.made_of(node.value, depth - 1)
-        return text
 
 
 class UnshardedTrainingLoader(Rule):
@@ -3660,9 +3665,8 @@ class UnshardedTrainingLoader(Rule):
             )
             if shuffles and not self.dataset_shards(call):
                 built.setdefault(dotted(n.targets[0]), n)
-        for n in (
-            self.m.nodes
-        ):  # `train_loader = get_data(args, "train")`, a project function's plain loader
+        # `train_loader = get_data(args, "train")`, a project function's plain loader
+        for n in self.m.nodes:
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
                 target = self.m.project.defined.get(dotted(n.value.func))
                 if target is not None and self.shuffles_unsharded(*target):
@@ -3701,18 +3705,8 @@ class UnshardedTrainingLoader(Rule):
         dataset = call.args[0] if call.args else keyword(call, "dataset")
         if dataset is None:
             return True
-        names, values = {dotted(dataset)}, [dataset]
-        for _ in range(
-            3
-        ):  # what the dataset is made of, link by link (FiD's examples, loaded per rank)
-            made = [
-                n.value
-                for n in self.m.nodes
-                if isinstance(n, ast.Assign) and any(dotted(t) in names for t in n.targets)
-            ]
-            values += made
-            names = {dotted(m) for v in made for m in ast.walk(v) if dotted(m)}
-        for value in values:
+        # what the dataset is made of, link by link (FiD's examples, loaded per rank)
+        for value in self.m.made_of(dataset):
             if re.search(r"rank|world_size|num_replicas|process_index", ast.unparse(value), re.I):
                 return True
             for made in ast.walk(value):
@@ -6267,10 +6261,7 @@ class Project:
         noise (`torch.randn(...)`, `torch.randn_like(x)` with no generator of their own); not `forward` or
         `__call__`, which a step reaches through the model's call, not by name, and whose draws are mostly
         dropout's."""
-        try:  # a tree of its own, qualified (`th.randn_like` is torch's): Project.tree is shared as written
-            tree = Qualify().visit(ast.parse(Project.text(module_path)))
-        except (SyntaxError, ValueError):
-            return frozenset()
+        tree = Project.qualified_tree(module_path)  # `th.randn_like` is torch's
         functions = [
             f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
@@ -6311,10 +6302,7 @@ class Project:
         """The names read as their imports make them (`from random import randrange`: random.randrange); a
         dataset's methods draw for its items (RocWeather's `get_images`, which `__getitem__` calls; corpus 21,
         seen)."""
-        try:
-            tree = Qualify().visit(ast.parse(Project.text(module_path)))
-        except (SyntaxError, ValueError):
-            return False
+        tree = Project.qualified_tree(module_path)
         datasets = {
             id(f)
             for c in ast.walk(tree)
@@ -6486,9 +6474,8 @@ class Project:
         name = re.escape(Path(path).name)
         pattern = rf"(?<![\w/-]){name}(?!\w)|/{name}\b"
         root = Project.root_of(path)
-        if (
-            root is not None
-        ):  # and as a module from the root: `deepspeed --module ochat.training_deepspeed.train`
+        # and as a module from the root: `deepspeed --module ochat.training_deepspeed.train`
+        if root is not None:
             module = ".".join(Path(path).resolve().relative_to(root).with_suffix("").parts)
             pattern += rf"|(?:\s-m|--module)[=\s]+{re.escape(module)}(?![\w.])"
         return re.compile(pattern)
@@ -6628,6 +6615,16 @@ class Project:
         """A module's tree, parsed once a run (an empty module when it does not parse)."""
         try:
             return ast.parse(Project.text(module_path))
+        except (SyntaxError, ValueError):
+            return ast.Module(body=[], type_ignores=[])
+
+    @staticmethod
+    @functools.cache
+    def qualified_tree(module_path):
+        """A module's tree with its names read as its imports make them (Qualify), parsed once a run; a tree of
+        its own, since Qualify rewrites it and Project.tree is shared as written."""
+        try:
+            return Qualify().visit(ast.parse(Project.text(module_path)))
         except (SyntaxError, ValueError):
             return ast.Module(body=[], type_ignores=[])
 
