@@ -452,6 +452,14 @@ CASES = {
         "loader = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=32)\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
     ),
+    "DDL157": (
+        "import torch\nfrom torch import nn\ntorch.distributed.init_process_group('nccl')\n"
+        "model = torch.nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))\n"
+        "if torch.distributed.get_rank() == 0:\n    model.eval()\n    print(model(x))\n",
+        "import torch\nfrom torch import nn\ntorch.distributed.init_process_group('nccl')\n"
+        "model = torch.nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))\n"
+        "if torch.distributed.get_rank() == 0:\n    model.module.eval()\n    print(model.module(x))\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

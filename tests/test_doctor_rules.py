@@ -3429,3 +3429,92 @@ def test_a_set_epoch_in_a_helper_that_is_never_handed_the_sampler():
     ):
         found = [f.code for f in doctor.check_source(script.format(handed=handed))]
         assert found == expected, (handed, found)
+
+
+def test_the_ddp_wrapper_run_by_rank_zero_alone():
+    """DDL157 (corpora 10 to 23, seen: Satlas, DRAGON, vq-vae-2, YOLOP, ogb): the DDP wrapper's forward run under
+    `if rank == 0:`, here or in a helper handed the wrapper, broadcasts its buffers, which the other ranks never
+    join (a BatchNorm model aborted gloo, measured). Not through `model.module`, not with broadcast_buffers set,
+    not for a model with no buffers, not under a DataParallel wrap (one process), not where every rank runs its
+    share (`if i % world != rank: continue`), not in a function both sides of a rank check call."""
+    script = (
+        DDP_HEAD + "from torch import nn\nrank = dist.get_rank()\n"
+        "def validate(model, loader):\n    model.eval()\n"
+        "    return sum(model(x).sum().item() for x in loader)\n"
+        "net = {net}\nmodel = {wrap}\nfor epoch in range(3):\n"
+        "    for x in train_loader:\n        model(x).sum().backward()\n"
+        "    if rank == 0:\n        print(validate({given}, val_loader))\n" + DDP_TAIL
+    )
+    bn = "nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))"
+    cases = {
+        (bn, "DDP(net)", "model"): ["DDL157"],
+        (bn, "DDP(net)", "model.module"): [],
+        (bn, "DDP(net, broadcast_buffers=False)", "model"): [],
+        ("nn.Linear(4, 8)", "DDP(net)", "model"): [],
+        (bn, "nn.DataParallel(net)", "model"): [],
+    }
+    for (net, wrap, given), expected in cases.items():
+        found = codes_of(script, net=net, wrap=wrap, given=given)
+        assert [c for c in found if c == "DDL157"] == expected, (net, wrap, given, found)
+    # the helper's own rank check: reported at the forward (vq-vae-2's sample on the primary process)
+    inside = (
+        DDP_HEAD + "from torch import nn\n"
+        "def train(model, loader):\n    for i, x in enumerate(loader):\n"
+        "        model(x).sum().backward()\n"
+        "        if dist.get_rank() == 0 and i % 100 == 0:\n            sample = model(x[:8])\n"
+        "model = DDP(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))\ntrain(model, loader)\n"
+        + DDP_TAIL
+    )
+    assert [(f.line, f.code) for f in doctor.check_source(inside) if f.code == "DDL157"] == [
+        (12, "DDL157")
+    ]
+    shared = (
+        DDP_HEAD + "from torch import nn\nrank, world = dist.get_rank(), dist.get_world_size()\n"
+        "model = DDP(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))\n"
+        "for i, x in enumerate(examples):\n    if i % world != rank:\n        continue\n"
+        "    print(model(x))\n" + DDP_TAIL
+    )
+    assert "DDL157" not in codes_of(shared)
+    both = (
+        DDP_HEAD + "from torch import nn\n"
+        "def training(rank):\n    model = DDP(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))\n"
+        "    model(x).sum().backward()\n"
+        "def main_worker(rank):\n    if rank == 0:\n        with capture_outputs('log.txt'):\n"
+        "            training(rank)\n    else:\n        training(rank)\n" + DDP_TAIL
+    )
+    assert "DDL157" not in codes_of(both)
+
+
+def test_the_ddp_wrapper_handed_to_another_modules_evaluation_by_rank_zero_alone(tmp_path):
+    """DDL157 one module away (Satlas's `satlas.model.evaluate.evaluate(model=model, ...)` under
+    `if is_primary:`): reported at the call, where the function of the other module runs the parameter it is
+    handed, and the models the project makes hold buffers."""
+    evaluate = (
+        "import torch\ndef evaluate(model, loader):\n    with torch.no_grad():\n"
+        "        return [run(model, x) for x in loader]\n"
+        "def run(net, x):\n    return net(x)\n"
+        "def summary(model, loader):\n    return sum(p.numel() for p in model.parameters())\n"
+    )
+    train = (
+        DDP_HEAD + "import evaluate\nfrom models import build\nmodel = DDP(build())\n"
+        "for x in loader:\n    model(x).sum().backward()\n"
+        "if dist.get_rank() == 0:\n    print(evaluate.{function}(model=model, loader=val_loader))\n"
+        + DDP_TAIL
+    )
+    models = {
+        "buffers": "from torch import nn\ndef build():\n    return nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n",
+        "none": "from torch import nn\ndef build():\n    return nn.Linear(4, 4)\n",
+    }
+    for function, model, expected in (
+        ("evaluate", "buffers", [(13, "DDL157")]),
+        ("summary", "buffers", []),
+        ("evaluate", "none", []),
+    ):
+        files = {
+            "LICENSE": "",
+            "evaluate.py": evaluate,
+            "models.py": models[model],
+            "train.py": train.format(function=function),
+        }
+        found = check_in_project(tmp_path / f"{function}-{model}", files, "train.py", where=True)
+        assert sorted(f for f in found if f[1] == "DDL157") == expected, (function, model, found)

@@ -405,6 +405,17 @@ RULES = {
         "world-size passes over the data, each sample is trained on world-size times an epoch, and the run "
         "is not the one-process run with the same global batch.",
     ),
+    "DDL157": (
+        "the DDP-wrapped model run (its forward) by some ranks alone, an evaluation under `if rank == 0:`",
+        "evaluate through model.module on that rank (no collective), or on every rank over a shard of the "
+        "evaluation set and reduce the sums",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "A DDP forward broadcasts rank 0's buffers (BatchNorm's running statistics, any registered buffer; "
+        "broadcast_buffers=True by default) after a training step: a collective the other ranks never join. "
+        "On gloo, a model with one BatchNorm evaluated on rank 0 alone between training steps aborted both "
+        "processes (measured); on NCCL the collectives pair up wrongly or hang. Without buffers the other "
+        "ranks still wait in their next collective for the whole evaluation.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -656,7 +667,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155", "DDL156"})
+UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155", "DDL156", "DDL157"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -4743,6 +4754,213 @@ class WrapperAttribute(Rule):
         return False
 
 
+# what makes a module hold buffers, which a DDP forward broadcasts (DDL157)
+BUFFER_WORDS = re.compile(
+    r"register_buffer|BatchNorm|batch_norm|InstanceNorm\w*\([^)]*track_running_stats|running_mean"
+    r"|torchvision\.models|timm\.create_model|\bcreate_model\("
+)
+
+
+def calls_parameter(function, index, name, functions, depth=2):
+    """Whether `function` calls its parameter (`model(x)`, `model.forward(x)`), given at position `index` or
+    by `name`, itself or through the functions of its module it hands it to (`evaluate(model)` calling
+    `run_batch(model, batch)`), `depth` calls deep."""
+    params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if index is not None and index < len(params):
+        param = params[index]
+    elif name in params or name in [a.arg for a in function.args.kwonlyargs]:
+        param = name
+    else:
+        return False
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        if dotted(node.func) in (param, f"{param}.forward"):
+            return True
+        callee = functions.get(dotted(node.func))
+        if depth and callee is not None and callee is not function:
+            for i, a in enumerate(node.args):
+                if dotted(a) == param and calls_parameter(callee, i, None, functions, depth - 1):
+                    return True
+            for k in node.keywords:
+                if dotted(k.value) == param and calls_parameter(
+                    callee, None, k.arg, functions, depth - 1
+                ):
+                    return True
+    return False
+
+
+class ForwardOnOneRank(WrapperAttribute):
+    """DDL157: the DDP wrapper called (`model(x)`: its forward) where only some ranks run it, the evaluation of
+    `if rank == 0: validate(model, loader)`, here or in a function of another module of the project it hands
+    the wrapper to. Its forward broadcasts rank 0's buffers (broadcast_buffers=True, the default) from the last
+    training step on, a collective the other ranks never join: measured on gloo, a model with one BatchNorm1d
+    evaluated on rank 0 alone between training steps aborted both processes (gloo::EnforceNotMet, SIGABRT),
+    through `model.module` or with broadcast_buffers=False it trained on. Where no module of the repository
+    makes buffers (BUFFER_WORDS: nanoGPT's flash attention, a plain MLP), the forward is no collective and the
+    others only wait, so it stays quiet; and where a wrap sets broadcast_buffers, or the model is prepared under
+    DeepSpeed or FSDP."""
+
+    code = "DDL157"
+
+    def begin(self):
+        if any(
+            last(dotted(n.func)) in ("DistributedDataParallel", "DDP")
+            and any(k.arg == "broadcast_buffers" for k in n.keywords)
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+        ):
+            return False  # set by hand: buffers synced elsewhere (or off), the wrap's forward is the script's
+        if not super().begin() or not self.holds_buffers():
+            return False  # no buffers: the forward is no collective (the others only wait)
+        self.reported = set()
+        # the wraps this rule is about: DDP's (DataParallel runs in one process) and accelerate's prepare
+        self.bindings = {
+            key: [
+                (at, wrapped and not self.data_parallel(node), node)
+                for at, wrapped, node in entries
+            ]
+            for key, entries in self.bindings.items()
+        }
+        self.functions = {
+            f.name: f
+            for f in self.m.nodes
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and function_of(self.m, f) is None
+        }
+        return True
+
+    @staticmethod
+    def data_parallel(node):
+        value = node.value
+        while isinstance(value, ast.IfExp):
+            value = value.body if wraps(value.body) else value.orelse
+        return isinstance(value, ast.Call) and last(dotted(value.func)) == "DataParallel"
+
+    def visit_Attribute(self, node):
+        return  # DDL125's; this rule reads calls
+
+    def one_rank(self, call):
+        return (
+            self.m.guarded(call, per_node_too=True)
+            and not self.m.never_distributed(call)
+            and not self.split_by_rank(call)
+            and not self.both_sides(call)
+        )
+
+    def both_sides(self, node, seen=()):
+        """Whether a function around `node` is called on both sides of one rank check (glue-factory's
+        `if rank == 0: with capture_outputs(...): training(...)` `else: training(...)`): every rank runs it."""
+        child = node
+        for function in self.m.parents_of(node):
+            if (
+                isinstance(function, ast.If)
+                and child is not function.test
+                and self.m.picks_ranks(function.test)
+            ):
+                return False  # a rank check of its own picks the ranks, wherever the function runs
+            child = function
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if function.name in seen:
+                return False
+            callers = [c for c in self.m.calls.get(function.name, []) if not is_inside(c, function)]
+            sides = {}
+            for c in callers:
+                check = self.rank_check(c)
+                if check is not None:
+                    sides.setdefault(check[0], set()).add(check[1])
+            if any(len(v) == 2 for v in sides.values()):
+                return True
+            return any(self.both_sides(c, (*seen, function.name)) for c in callers)
+        return False
+
+    def split_by_rank(self, call):
+        """After `if i % world_size != rank: continue`: every rank runs its share of the items (build-nanogpt's
+        HellaSwag eval, corpus 10), not one rank alone."""
+        for parent in [call, *self.m.parents_of(call)]:
+            if isinstance(parent, ast.stmt) and self.m.parent.get(parent) is not None:
+                for s in siblings(self.m, parent)[0]:
+                    if (
+                        returns_unless(s)
+                        and isinstance(s.body[-1], ast.Continue)
+                        and any(
+                            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                            for n in ast.walk(s.test)
+                        )
+                    ):
+                        return True
+        return False
+
+    def holds_buffers(self):
+        """The model may hold buffers: this module, or one of the project's it imports (a package: any of its
+        modules, `from models import build_model`), makes a module that has them."""
+        if any(
+            BUFFER_WORDS.search(ast.unparse(n)) for n in self.m.nodes if isinstance(n, ast.Call)
+        ):
+            return True
+        project = self.m.project
+        return any(
+            Project.holds_buffers(module) for module in project.imported | project.imported_any
+        )
+
+    def visit_Call(self, node):
+        name = dotted(node.func)
+        if not name or self.in_test(node):
+            return
+        scope = self.function_of(node)
+        forward = name.removesuffix(".forward")
+        if self.wrapped_at(forward, scope, node, callers=True):
+            # a helper's parameter: here where a rank check of the helper's own picks the ranks (vq-vae-2's
+            # `if dist.is_primary(): ... model(sample)` in train()), else at the calls that do (below)
+            local = self.rank_check(node) is not None or self.m.after_early_exit(node)
+            if (local or not self.is_parameter(forward, scope)) and self.one_rank(node):
+                self.report(node)
+            return
+        # a helper handed the wrapper (`validate(model, loader)`), reported at the call that picks the ranks
+        if name in self.functions:
+            functions, function = self.functions, name
+        else:
+            target = self.m.project.defined.get(name)
+            if target is None:
+                return
+            module, function = target
+            functions = {f.name: f for f in Project.functions_of(module)}
+        if function not in functions or not self.one_rank(node):
+            return
+        given = [(i, None, a) for i, a in enumerate(node.args)]
+        given += [(None, k.arg, k.value) for k in node.keywords if k.arg]
+        for index, keyword_name, value in given:
+            passed = dotted(value)
+            if (
+                passed
+                and self.wrapped_at(passed, scope, node, callers=True)
+                and calls_parameter(functions[function], index, keyword_name, functions)
+            ):
+                self.report(node)
+                return
+
+    @staticmethod
+    def is_parameter(name, scope):
+        return scope is not None and name.split(".")[0] in [
+            a.arg for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]
+        ]
+
+    def report(self, node):
+        """Once a rank check: DRAGON's `if rank == 0:` evaluates dev and test through four calls."""
+        check = next(
+            (
+                p
+                for p in self.m.parents_of(node)
+                if isinstance(p, ast.If) and self.m.picks_ranks(p.test)
+            ),
+            node,
+        )
+        if check not in self.reported:
+            self.reported.add(check)
+            self.add(node, fixable=False)
+
+
 def cuda_indexes(joined):
     """The values an f-string puts after "cuda:" (f"cuda:{rank}")."""
     parts = joined.values
@@ -5968,6 +6186,7 @@ RULE_CLASSES = [
     FsdpInnerStateDict,
     PreparedSchedulerInOptimizerSteps,
     UnshardedTrainingLoader,
+    ForwardOnOneRank,
 ]
 
 
@@ -6080,6 +6299,7 @@ class Project:
         # flags the imported modules set under a rank check (a base class's `self.save_models = False`)
         self.rank_flags = set()
         self.imported = set()  # the paths of the project's modules this one imports
+        self.imported_any = set()  # and those of its `import pkg.module` lines
         if path is None or tree is None or not Path(path).is_file():
             return
         here = Path(path).resolve()
@@ -6135,6 +6355,7 @@ class Project:
                         alias.name.rsplit(".", 1)[-1]
                     )
                     if target is not None and target != here:
+                        self.imported_any.add(target)
                         self.helpers_of(target, alias.name)
 
     @staticmethod
@@ -6853,6 +7074,34 @@ class Project:
     @functools.cache
     def wraps_ddp(path):
         return bool(re.search(r"DistributedDataParallel|\bDDP\(", Project.text(path)))
+
+    @staticmethod
+    @functools.cache
+    def holds_buffers(module_path, depth=1):
+        """Whether a module of the project makes a module with buffers (a BatchNorm, a registered buffer, a
+        torchvision or timm model), which a DDP forward broadcasts: it, any module of its package for a
+        package's __init__, or (`depth` imports down) a project module it imports (Satlas's models.py, whose
+        model.py holds the BatchNorms)."""
+        pages = [module_path]
+        if module_path.name == "__init__.py":
+            pages += sorted(module_path.parent.rglob("*.py"))[:200]
+        if any(BUFFER_WORDS.search(Project.text(page)) for page in pages):
+            return True
+        if not depth:
+            return False
+        for node in ast.walk(Project.tree(module_path)):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module or ''}.{a.name}" for a in node.names]
+                level = node.level
+            elif isinstance(node, ast.Import):
+                names, level = [a.name for a in node.names], 0
+            else:
+                continue
+            for name in names:
+                found = Project.resolve(module_path.resolve(), name.strip("."), level)
+                if found is not None and Project.holds_buffers(found, depth - 1):
+                    return True
+        return False
 
     @staticmethod
     @functools.cache  # a directory's files are read once per run, whichever of them is checked
