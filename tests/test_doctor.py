@@ -460,6 +460,12 @@ CASES = {
         "model = torch.nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))\n"
         "if torch.distributed.get_rank() == 0:\n    model.module.eval()\n    print(model.module(x))\n",
     ),
+    "DDL158": (
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(net)\nloss.backward()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(net)\nloss.backward()\nmodel.clip_grad_norm_(1.0)\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -3518,3 +3518,50 @@ def test_the_ddp_wrapper_handed_to_another_modules_evaluation_by_rank_zero_alone
         }
         found = check_in_project(tmp_path / f"{function}-{model}", files, "train.py", where=True)
         assert sorted(f for f in found if f[1] == "DDL157") == expected, (function, model, found)
+
+
+def test_a_norm_clip_of_an_fsdp1_models_shards(tmp_path):
+    """DDL158 (moshi-finetune, corpus 24, seen): torch.nn.utils.clip_grad_norm_ over a FullyShardedDataParallel
+    model's parameters clips each rank's shard by its own norm (0.756 and 1.422 where the norm was 1.611,
+    measured). Wrapped here, or by a project function that wraps in FSDP1. Not the wrapper's own
+    clip_grad_norm_, not under fully_shard (FSDP2), not in the branch that runs without FSDP."""
+    script = (
+        DDP_HEAD
+        + "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard\n"
+        "{wrap}\nfor x, y in loader:\n    F.mse_loss(model(x), y).backward()\n"
+        "    {clip}\n    optimizer.step()\n" + DDP_TAIL
+    )
+    plain_clip = "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+    cases = {
+        ("model = FSDP(net)", plain_clip): ["DDL158"],
+        ("model = FSDP(net)", "model.clip_grad_norm_(1.0)"): [],
+        ("fully_shard(net)\nmodel = net", plain_clip): [],
+        (
+            "model = FSDP(net)",
+            "if not args.fsdp:\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+        ): [],
+    }
+    for (wrap, clip), expected in cases.items():
+        found = codes_of(script, wrap=wrap, clip=clip)
+        assert [c for c in found if c == "DDL158"] == expected, (wrap, clip, found)
+    wrapping = {
+        "fsdp": "from torch.distributed.fsdp import FullyShardedDataParallel\n"
+        "def get_model(args):\n    return FullyShardedDataParallel(build(args))\n",
+        "plain": "def get_model(args):\n    return build(args)\n",
+    }
+    for kind, module in wrapping.items():
+        files = {
+            "LICENSE": "",
+            "wrapped.py": module,
+            "train.py": script.format(
+                wrap="from wrapped import get_model\nmodel = get_model(args)", clip=plain_clip
+            ).replace(
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard\n",
+                "",
+            ),
+        }
+        found = check_in_project(tmp_path / kind, files, "train.py")
+        assert [c for c in found if c == "DDL158"] == (["DDL158"] if kind == "fsdp" else []), (
+            kind,
+            found,
+        )

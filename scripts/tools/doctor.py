@@ -416,6 +416,17 @@ RULES = {
         "processes (measured); on NCCL the collectives pair up wrongly or hang. Without buffers the other "
         "ranks still wait in their next collective for the whole evaluation.",
     ),
+    "DDL158": (
+        "torch.nn.utils.clip_grad_norm_ over a FullyShardedDataParallel model's parameters, which clips each "
+        "rank's shard by that shard's norm",
+        "call the wrapper's own model.clip_grad_norm_(max_norm) (FSDP1), or shard with fully_shard (FSDP2), "
+        "whose gradients torch.nn.utils reads whole",
+        "21-fsdp-its-scaler-and-its-state-dict",
+        "FSDP1 keeps a shard of each gradient on each rank: torch.nn.utils computes the norm of the local shard "
+        "and scales it by its own factor, so the ranks clip one gradient differently and no rank by its real "
+        "norm. At 2 processes on gloo the shards' norms were 0.756 and 1.422, the gradient's 1.611, which "
+        "FSDP's clip_grad_norm_ gave on both ranks (measured).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -667,7 +678,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155", "DDL156", "DDL157"})
+UNMEASURED = frozenset({"DDL153", "DDL154", "DDL155", "DDL156", "DDL157", "DDL158"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -2441,6 +2452,46 @@ class FsdpInnerStateDict(CallRule):
             and owner.attr == "module"
             and fsdp_before(self.m, call, dotted(owner.value))
         ) or dotted(owner) in self.inner:
+            self.add(call, fixable=False)
+
+
+class FsdpShardNormClip(CallRule):
+    """DDL158: torch.nn.utils.clip_grad_norm_ over the parameters of a FullyShardedDataParallel model (FSDP1):
+    wrapped here (`model = FSDP(net)`), or made by a function of the project that wraps one (moshi-finetune's
+    `model = get_fsdp_model(args)`, corpus 24, seen). Each rank holds a shard of each gradient, so each computes
+    the norm of its own shard and scales it by its own factor: measured on gloo at 2 processes, 0.756 and 1.422
+    where the whole gradient's norm, which FSDP's own `model.clip_grad_norm_` gave on both ranks, was 1.611.
+    Not under FSDP2's fully_shard, whose DTensor gradients torch.nn.utils reads whole (1.611 on both, measured),
+    nor in the branch of a test that runs without FSDP."""
+
+    code = "DDL158"
+
+    def begin(self):
+        if "fully_shard" in self.m.calls:
+            return False
+        self.made = {}  # name -> bound to a call of a project function that wraps in FSDP1
+        for node in self.m.nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                target = self.m.project.defined.get(dotted(node.value.func))
+                if target is not None and "FullyShardedDataParallel(" in Project.source_of(*target):
+                    for t in node.targets:
+                        self.made[dotted(t)] = node
+        return bool(self.m.fsdp_wrapped or self.made)
+
+    def check(self, call, name, callee):
+        if callee != "clip_grad_norm_" or not name.startswith("torch.nn.utils"):
+            return
+        if not call.args or not isinstance(call.args[0], ast.Call):
+            return
+        given = call.args[0].func
+        if not isinstance(given, ast.Attribute) or given.attr != "parameters":
+            return
+        owner = dotted(given.value)
+        if fsdp_branch(self.m, call) is False:
+            return  # the branch that runs without FSDP
+        if fsdp_before(self.m, call, owner) or (
+            owner in self.made and self.made[owner].lineno < call.lineno
+        ):
             self.add(call, fixable=False)
 
 
@@ -6187,6 +6238,7 @@ RULE_CLASSES = [
     PreparedSchedulerInOptimizerSteps,
     UnshardedTrainingLoader,
     ForwardOnOneRank,
+    FsdpShardNormClip,
 ]
 
 
