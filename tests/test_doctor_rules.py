@@ -3565,3 +3565,42 @@ def test_a_norm_clip_of_an_fsdp1_models_shards(tmp_path):
             kind,
             found,
         )
+
+
+def test_what_corpus_24_taught_the_default_rules(tmp_path):
+    """Corpus 24 (seen): the default rules' three false findings. DDL110 leaves the `loss.backward()` of the
+    branch whose other side calls accelerator.backward (BiRefNet's `if args.use_accelerate:`); DDL102 leaves
+    torch.cuda.amp under a torch version test whose else uses the new spelling (speechbrain); DDL101 leaves a
+    `--local_rank` where a project function the script calls forks the ranks itself and sets it (DeBERTa)."""
+    backward = (
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for x, y in loader:\n    loss = F.mse_loss(model(x), y)\n{step}    optimizer.step()\n"
+    )
+    branches = "    if args.use_accelerate:\n        accelerator.backward(loss)\n    else:\n        loss.backward()\n"
+    assert "DDL110" not in codes_of(backward, step=branches)
+    assert "DDL110" in codes_of(backward, step="    loss.backward()\n")
+    scaler = (
+        "import torch\nfrom packaging import version\n"
+        "if version.parse(torch.__version__) < version.parse('2.4.0'):\n"
+        "    scaler = torch.cuda.amp.GradScaler(enabled=True)\nelse:\n    scaler = {new}\n"
+    )
+    assert "DDL102" not in codes_of(scaler, new="torch.GradScaler('cuda', enabled=True)")
+    assert "DDL102" in codes_of(scaler, new="None")
+    launcher = {
+        "fork": "import os\ndef initialize_distributed(args):\n    for r in range(args.n_gpu):\n"
+        "        args.local_rank = r\n        if os.fork() == 0:\n            break\n",
+        "plain": "import os\ndef initialize_distributed(args):\n"
+        "    args.rank = int(os.environ.get('RANK', 0))\n",
+    }
+    train = (
+        "import argparse\nimport torch\nfrom dist_launcher import initialize_distributed\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=-1)\n"
+        "args = parser.parse_args()\ninitialize_distributed(args)\n"
+        "torch.distributed.init_process_group('nccl')\ntorch.cuda.set_device(args.local_rank)\n"
+        "torch.distributed.destroy_process_group()\n"
+    )
+    for kind, module in launcher.items():
+        files = {"LICENSE": "", "dist_launcher.py": module, "train.py": train}
+        found = check_in_project(tmp_path / kind, files, "train.py")
+        assert ("DDL101" in found) == (kind == "plain"), (kind, found)

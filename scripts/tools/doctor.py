@@ -1243,6 +1243,20 @@ class Checker:
         return False
 
     @functools.cached_property
+    def forks_through_a_helper(self):
+        """The script starts its processes through a function of another module of the project that forks or
+        spawns them and sets each one's rank (DeBERTa's `initialize_distributed`, whose `os.fork()` loop sets
+        `args.local_rank`; corpus 24, seen)."""
+        for call in self.nodes:
+            if isinstance(call, ast.Call):
+                target = self.project.defined.get(dotted(call.func))
+                if target is not None and re.search(
+                    r"\bos\.fork\(|\bspawn\(|\bProcess\(", Project.source_of(*target)
+                ):
+                    return True
+        return False
+
+    @functools.cached_property
     def spawned(self):
         """Names of this module's functions a launcher starts in every process: `mp.spawn(run, ...)`,
         `start_processes(run, ...)`, `Process(target=run)`."""
@@ -1353,6 +1367,19 @@ class Checker:
                 and child is parent.orelse
             ) and re.search(r"amp|version|torch", ast.unparse(parent.test), re.I):
                 return True  # `if hasattr(torch, "amp"): ... else:`, `... if TORCH_GE_2_4 else ...`
+            if (
+                isinstance(parent, ast.If)
+                and child in parent.body
+                and re.search(r"version|hasattr", ast.unparse(parent.test), re.I)
+                and re.search(
+                    r"torch\.(amp\b|GradScaler|autocast)|from torch import amp",
+                    ast.unparse(ast.Module(body=parent.orelse, type_ignores=[])),
+                )
+            ):
+                return (
+                    True  # `if version.parse(torch.__version__) < version.parse("2.4.0"):` the old
+                )
+                # spelling, `else:` the new one (speechbrain's core.py, corpus 24, seen)
             child = parent
         return False
 
@@ -1961,7 +1988,7 @@ class DeprecatedLauncher(Rule):
     def starts_processes(self):
         """The module starts its processes itself: `mp.spawn(run, ...)`, `Process(target=run)`, or a function
         of another module (LSGM's `Process(target=utils.init_processes, ...)`, corpus 19, seen)."""
-        return any(
+        return self.m.forks_through_a_helper or any(
             isinstance(c, ast.Call)
             and last(dotted(c.func)) in LAUNCHERS
             and any(
@@ -3587,8 +3614,28 @@ class BackwardUnderAccelerate(CallRule):
             and isinstance(call.func, ast.Attribute)
             and last(dotted(call.func.value)) != "accelerator"
             and not call.args
+            and not self.beside_accelerate(call)
         ):
             self.add(call)
+
+    def beside_accelerate(self, call):
+        """In the branch of an `if` whose other side backpropagates through Accelerate (BiRefNet's
+        `if args.use_accelerate: accelerator.backward(loss)` `else: loss.backward()`, corpus 24, seen): the
+        script's own path without it."""
+        child = call
+        for parent in self.m.parents_of(call):
+            if isinstance(parent, ast.If) and child is not parent.test:
+                other = parent.orelse if child in parent.body else parent.body
+                if any(
+                    isinstance(n, ast.Call)
+                    and last(dotted(n.func)) == "backward"
+                    and "accelerat" in dotted(n.func).lower()
+                    for statement in other
+                    for n in ast.walk(statement)
+                ):
+                    return True
+            child = parent
+        return False
 
 
 class PreparedSchedulerPerEpoch(CallRule):
@@ -7261,7 +7308,12 @@ def one_call_away(checker):
             dataset = name in Project.datasets(module)
             for f in findings_when_called(module, *context):
                 # DDL101 too where this file reads no LOCAL_RANK either: `--local_rank` in utils/parser.py
-                carried = f.code in REACHED or f.code == "DDL101" and not reads_local_rank
+                carried = (
+                    f.code in REACHED
+                    or f.code == "DDL101"
+                    and not reads_local_rank
+                    and not checker.forks_through_a_helper
+                )
                 inside = any(first <= f.line <= end for first, end in spans)
                 if not carried or not inside or (module, f.line, f.code) in seen:
                     continue
