@@ -466,6 +466,15 @@ CASES = {
         "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
         "model = FSDP(net)\nloss.backward()\nmodel.clip_grad_norm_(1.0)\n",
     ),
+    "DDL159": (
+        "import torch\nfrom torch.utils.data import DataLoader\ntorch.distributed.init_process_group('nccl')\n"
+        "model = torch.nn.parallel.DistributedDataParallel(net)\n"
+        "val_loader = DataLoader(val_set, batch_size=64, shuffle=False)\nvalidate(val_loader, model)\n",
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\nmodel = torch.nn.parallel.DistributedDataParallel(net)\n"
+        "val_loader = DataLoader(val_set, batch_size=64, sampler=DistributedSampler(val_set, shuffle=False))\n"
+        "validate(val_loader, model)\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -3604,3 +3604,51 @@ def test_what_corpus_24_taught_the_default_rules(tmp_path):
         files = {"LICENSE": "", "dist_launcher.py": module, "train.py": train}
         found = check_in_project(tmp_path / kind, files, "train.py")
         assert ("DDL101" in found) == (kind == "plain"), (kind, found)
+
+
+def test_an_evaluation_every_rank_runs_over_the_whole_set():
+    """DDL159 (FKD, corpus 23; LeViT, corpus 24; seen): a DDP script's evaluation over a loader that nothing
+    shards, run on every rank. Quiet with a DistributedSampler, under a rank check, over a dataset made per rank,
+    and where `--dist-eval` picks the sampler and is on by default or the choice is `if args.distributed:`."""
+    script = (
+        DDP_HEAD + "import argparse\nfrom torch.utils.data import SequentialSampler\n"
+        "parser = argparse.ArgumentParser()\n{flag}args = parser.parse_args()\n"
+        "model = DDP(net)\n{choice}"
+        "val_loader = DataLoader(dataset_val, batch_size=64, sampler=sampler_val)\n"
+        "for epoch in range(3):\n    {call}\n" + DDP_TAIL
+    )
+    option = "parser.add_argument('--dist-eval', action='store_true', default={default})\n"
+    picked = (
+        "if args.{test}:\n    sampler_val = DistributedSampler(dataset_val, shuffle=False)\n"
+        "else:\n    sampler_val = SequentialSampler(dataset_val)\n"
+    )
+    plain = "sampler_val = SequentialSampler(dataset_val)\n"
+    cases = {
+        (
+            option.format(default=False),
+            picked.format(test="dist_eval"),
+            "evaluate(val_loader, model)",
+        ): ["DDL159"],
+        (
+            option.format(default=True),
+            picked.format(test="dist_eval"),
+            "evaluate(val_loader, model)",
+        ): [],
+        ("", picked.format(test="distributed"), "evaluate(val_loader, model)"): [],
+        ("", plain, "evaluate(val_loader, model)"): ["DDL159"],
+        ("", plain, "if dist.get_rank() == 0:\n        evaluate(val_loader, model.module)"): [],
+        (
+            "",
+            "sampler_val = DistributedSampler(dataset_val, shuffle=False)\n",
+            "evaluate(val_loader, model)",
+        ): [],
+    }
+    for (flag, choice, call), expected in cases.items():
+        found = codes_of(script, flag=flag, choice=choice, call=call)
+        assert [c for c in found if c == "DDL159"] == expected, (flag, choice, call, found)
+    per_rank = script.format(
+        flag="",
+        choice="dataset_val = ValSet(rank=dist.get_rank())\n" + plain,
+        call="evaluate(val_loader, model)",
+    )
+    assert "DDL159" not in codes_of(per_rank)

@@ -427,6 +427,16 @@ RULES = {
         "norm. At 2 processes on gloo the shards' norms were 0.756 and 1.422, the gradient's 1.611, which "
         "FSDP's clip_grad_norm_ gave on both ranks (measured).",
     ),
+    "DDL159": (
+        "an evaluation every rank of a DDP script runs over the whole evaluation set (a DataLoader with no "
+        "DistributedSampler)",
+        "shard it (a Subset per rank, or DistributedSampler(shuffle=False) with its padding left out of the "
+        "counts) and all-reduce the sums and counts, or evaluate on rank 0 alone through model.module",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "Without a sampler that shards it, each rank evaluates every sample: world-size times the evaluation's "
+        "work for one result, and a rank whose metric is logged alone has seen the whole set only by repeating "
+        "what the others did.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -679,7 +689,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL156", "DDL157", "DDL158"})
+UNMEASURED = frozenset({"DDL154", "DDL155", "DDL156", "DDL157", "DDL158", "DDL159"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -3833,6 +3843,115 @@ class UnshardedTrainingLoader(Rule):
         return False
 
 
+class WholeEvalOnEveryRank(Rule):
+    """DDL159: in a script that wraps its model in DDP, an evaluation every rank runs over a DataLoader this module
+    builds without a sampler that shards it (no sampler, or a SequentialSampler): each rank evaluates the whole set
+    (FKD's ImageNet validation, corpus 23; LeViT's, whose `--dist-eval` is off by default, corpus 24; both seen).
+    The evaluation is the loop over the loader, here or in the function it is handed to (`evaluate(val_loader,
+    model)`), under no rank check. Quiet where the loader's dataset is made with the rank or the world size, where
+    the sampler is a name bound to a DistributedSampler on another branch whose option is not off by default, and
+    where the run is one process."""
+
+    code = "DDL159"
+
+    def begin(self):
+        return self.m.wraps_in_ddp and not self.m.uses_accelerate
+
+    def end(self):
+        sequential = self.m.bound_to("SequentialSampler")
+        sharding = self.m.bound_to("DistributedSampler")
+        loaders = {}
+        for n in self.m.nodes:
+            if not (
+                isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
+            ):
+                continue
+            call, name = n.value, dotted(n.targets[0])
+            if (
+                last(dotted(call.func)) != "DataLoader"
+                or not name
+                or keyword(call, "batch_sampler")
+            ):
+                continue
+            dataset = call.args[0] if call.args else keyword(call, "dataset")
+            said = " ".join([name, ast.unparse(dataset) if dataset is not None else ""])
+            if not EVAL_WORDS.search(said) or re.search(r"train", said, re.I):
+                continue
+            sampler = keyword(call, "sampler")
+            if sampler is None and len(call.args) > 2:
+                sampler = call.args[2]
+            if sampler is not None:
+                if isinstance(sampler, ast.Call):
+                    if last(dotted(sampler.func)) != "SequentialSampler":
+                        continue
+                elif dotted(sampler) not in sequential:
+                    continue
+                elif dotted(sampler) in sharding and not self.off_by_default(sampler, n):
+                    continue  # `--dist-eval` picks a DistributedSampler, and the script turns it on
+            if dataset is None or UnshardedTrainingLoader.dataset_shards(self, call):
+                continue
+            loaders[name] = n
+        if not loaders:
+            return
+        for node in self.m.nodes:
+            loader = None
+            if isinstance(node, (ast.For, ast.AsyncFor)) and dotted(node.iter) in loaders:
+                loader = dotted(node.iter)
+                if self.trains_deep(node.body):
+                    continue
+            elif isinstance(node, ast.Call) and EVAL_WORDS.search(last(dotted(node.func)) or "-"):
+                given = [dotted(a) for a in [*node.args, *(k.value for k in node.keywords)]]
+                loader = next((g for g in given if g in loaders), None)
+            if loader is None or node.lineno < loaders[loader].lineno:
+                continue
+            if self.m.guarded(node, per_node_too=True) or self.in_test(node):
+                continue
+            self.add(node, fixable=False)
+            return
+
+    def off_by_default(self, sampler, built):
+        """The `if` whose branch binds `sampler` to a DistributedSampler and whose else binds a SequentialSampler
+        tests a store_true flag of this module's parser (`if args.dist_eval:` with `--dist-eval` off unless given):
+        the default run evaluates the whole set. Not `if args.distributed:`, which every distributed run takes."""
+        for n in self.m.nodes:
+            if not isinstance(n, ast.If) or n.lineno > built.lineno:
+                continue
+
+            def binds(statements, kind):
+                return any(
+                    isinstance(s, ast.Assign)
+                    and any(dotted(t) == dotted(sampler) for t in s.targets)
+                    and isinstance(s.value, ast.Call)
+                    and last(dotted(s.value.func)) == kind
+                    for statement in statements
+                    for s in ast.walk(statement)
+                )
+
+            # the `if` that picks between them: one branch shards, the other does not
+            if not (binds(n.body, "DistributedSampler") and binds(n.orelse, "SequentialSampler")):
+                continue
+            flag = last(dotted(n.test)) if isinstance(n.test, (ast.Name, ast.Attribute)) else ""
+            for a in self.m.nodes:
+                if (
+                    isinstance(a, ast.Call)
+                    and last(dotted(a.func)) == "add_argument"
+                    and any(
+                        isinstance(x, ast.Constant)
+                        and isinstance(x.value, str)
+                        and x.value.lstrip("-").replace("-", "_") == flag
+                        for x in a.args
+                    )
+                ):
+                    action = keyword(a, "action")
+                    default = keyword(a, "default")
+                    return (
+                        isinstance(action, ast.Constant)
+                        and action.value == "store_true"
+                        and not is_true(default)
+                    )
+        return False
+
+
 class FindUnusedParameters(CallRule):
     """DDL112: DistributedDataParallel(find_unused_parameters=True); not with static_graph=True, under which DDP
     finds the unused parameters once, in the first iteration, instead of walking the graph every step (SEDD,
@@ -6287,6 +6406,7 @@ RULE_CLASSES = [
     UnshardedTrainingLoader,
     ForwardOnOneRank,
     FsdpShardNormClip,
+    WholeEvalOnEveryRank,
 ]
 
 
