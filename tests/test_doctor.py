@@ -475,6 +475,16 @@ CASES = {
         "val_loader = DataLoader(val_set, batch_size=64, sampler=DistributedSampler(val_set, shuffle=False))\n"
         "validate(val_loader, model)\n",
     ),
+    "DDL160": (
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\n"
+        "loader = DataLoader(train_set, sampler=DistributedSampler(train_set))\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"
+        "loader = DataLoader(train_set, sampler=DistributedSampler(train_set))\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -3652,3 +3652,42 @@ def test_an_evaluation_every_rank_runs_over_the_whole_set():
         call="evaluate(val_loader, model)",
     )
     assert "DDL159" not in codes_of(per_rank)
+
+
+def test_sharded_training_data_for_a_model_nothing_wraps(tmp_path):
+    """DDL160 (FrozenBiLM, corpus 24, seen): the training set sharded with a DistributedSampler, a backward and an
+    optimizer step, and no wrap nor gradient all-reduce anywhere: each rank trains its own copy. Quiet beside a
+    project helper that all-reduces the gradients (NVIDIA's apply_gradient_allreduce: radtts, flowtron), and
+    where the only DistributedSampler is the evaluation's; a helper that all-reduces a metric is no sync."""
+    train = (
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "from helpers import init_distributed, {imported}\n"
+        "init_distributed()\n{wrap}"
+        "loader = DataLoader({data}, sampler=DistributedSampler({data}))\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\n"
+    )
+    helpers = (
+        "import torch.distributed as dist\ndef init_distributed():\n    dist.init_process_group('nccl')\n"
+        "def reduce_metric(t):\n    dist.all_reduce(t)\n    return t\n"
+        "def apply_gradient_allreduce(module):\n    return module\n"
+    )
+    cases = {
+        ("reduce_metric", "", "train_set"): ["DDL160"],
+        ("apply_gradient_allreduce", "model = apply_gradient_allreduce(model)\n", "train_set"): [],
+        (
+            "reduce_metric",
+            "model = torch.nn.parallel.DistributedDataParallel(model)\n",
+            "train_set",
+        ): [],
+        ("reduce_metric", "", "val_set"): [],
+    }
+    for (imported, wrap, data), expected in cases.items():
+        files = {
+            "LICENSE": "",
+            "helpers.py": helpers
+            if imported != "reduce_metric"
+            else helpers.replace("def apply_gradient_allreduce(module):\n    return module\n", ""),
+            "train.py": train.format(imported=imported, wrap=wrap, data=data),
+        }
+        found = check_in_project(tmp_path / f"{imported}{len(wrap)}{data}", files, "train.py")
+        assert [c for c in found if c == "DDL160"] == expected, (imported, wrap, data, found)

@@ -437,6 +437,15 @@ RULES = {
         "work for one result, and a rank whose metric is logged alone has seen the whole set only by repeating "
         "what the others did.",
     ),
+    "DDL160": (
+        "a DistributedSampler shards the training data of a model nothing wraps: no DDP, FSDP, DeepSpeed or "
+        "Accelerate, no gradient all-reduce",
+        "wrap the model: model = DDP(model, device_ids=[local_rank]) before the optimizer's first step",
+        "5-wrap-the-model-in-ddp",
+        "Without a wrap (or an all-reduce of the gradients) each rank steps its own copy of the model on its own "
+        "shard: the copies drift apart from the first step, and the one that is saved has seen 1/world-size of "
+        "the data.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -689,7 +698,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL156", "DDL157", "DDL158", "DDL159"})
+UNMEASURED = frozenset({"DDL154", "DDL155", "DDL156", "DDL157", "DDL158", "DDL159", "DDL160"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -3952,6 +3961,47 @@ class WholeEvalOnEveryRank(Rule):
         return False
 
 
+class NeverWrapped(Rule):
+    """DDL160: a script that shards its training data with a DistributedSampler and trains (a backward and an
+    optimizer step), where nothing synchronizes the gradients: no DDP, FSDP, DeepSpeed, Accelerate or Horovod
+    wrap and no all-reduce of the gradients, in this module or in a project module it imports (two imports down;
+    an all-reduce of a metric or a loss is no sync; NVIDIA's `apply_gradient_allreduce` hooks are). Each rank then
+    trains its own copy on its shard (FrozenBiLM's documented 8-GPU run, corpus 24, seen)."""
+
+    code = "DDL160"
+    SYNCS = (
+        r"DistributedDataParallel|\bDDP\b|FullyShardedDataParallel|\bFSDP\b|fully_shard|deepspeed|"
+        r"Accelerator|(all_?reduce|reduce_scatter)\w*\([^)\n]*grad|average_grad|sync_grad|"
+        r"gradient_allreduce|allreduce_params|all_?reduce_grad|"
+        r"DistributedOptimizer|horovod|lightning|"
+        r"\bTrainer\(|broadcast_parameters|DataParallel"
+    )
+
+    def begin(self):
+        if not ({"backward", "step"} <= set(self.m.calls)):
+            return False
+        if re.search(self.SYNCS, ast.unparse(self.m.tree)) or self.m.wraps_in_ddp:
+            return False
+        project = self.m.project
+        if project.wrapped_by_importer or any(
+            Project.says(module, self.SYNCS, 2)
+            for module in project.imported | project.imported_any
+        ):
+            return False
+        return True
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) != "DistributedSampler" or self.reported:
+            return
+        dataset = node.args[0] if node.args else keyword(node, "dataset")
+        if dataset is None or EVAL_WORDS.search(ast.unparse(dataset)):
+            return
+        self.reported = True
+        self.add(node, fixable=False)
+
+    reported = False
+
+
 class FindUnusedParameters(CallRule):
     """DDL112: DistributedDataParallel(find_unused_parameters=True); not with static_graph=True, under which DDP
     finds the unused parameters once, in the first iteration, instead of walking the graph every step (SEDD,
@@ -6407,6 +6457,7 @@ RULE_CLASSES = [
     ForwardOnOneRank,
     FsdpShardNormClip,
     WholeEvalOnEveryRank,
+    NeverWrapped,
 ]
 
 
@@ -7302,10 +7353,18 @@ class Project:
         torchvision or timm model), which a DDP forward broadcasts: it, any module of its package for a
         package's __init__, or (`depth` imports down) a project module it imports (Satlas's models.py, whose
         model.py holds the BatchNorms)."""
+        return Project.says(module_path, BUFFER_WORDS.pattern, depth)
+
+    @staticmethod
+    @functools.cache
+    def says(module_path, pattern, depth=1):
+        """Whether `pattern` is in a module of the project, any module of its package for a package's __init__,
+        or (`depth` imports down) a project module it imports."""
+        said = re.compile(pattern)
         pages = [module_path]
         if module_path.name == "__init__.py":
             pages += sorted(module_path.parent.rglob("*.py"))[:200]
-        if any(BUFFER_WORDS.search(Project.text(page)) for page in pages):
+        if any(said.search(Project.text(page)) for page in pages):
             return True
         if not depth:
             return False
@@ -7319,7 +7378,7 @@ class Project:
                 continue
             for name in names:
                 found = Project.resolve(module_path.resolve(), name.strip("."), level)
-                if found is not None and Project.holds_buffers(found, depth - 1):
+                if found is not None and Project.says(found, pattern, depth - 1):
                     return True
         return False
 
