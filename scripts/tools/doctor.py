@@ -1712,6 +1712,19 @@ class Checker:
             names = {dotted(m) for v in made for m in ast.walk(v) if dotted(m)}
         return values
 
+    @functools.cached_property
+    def loaders_built(self):
+        """(assignment, name, call) of each `name = DataLoader(...)` of the module: what DDL156 and DDL159 read."""
+        return [
+            (n, dotted(n.targets[0]), n.value)
+            for n in self.nodes
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) == "DataLoader"
+            and dotted(n.targets[0])
+        ]
+
     def bound_to(self, callee):
         """The names this module binds to a call of `callee` (`sampler = RandomSampler(ds)`: "sampler")."""
         return {
@@ -3775,14 +3788,7 @@ class UnshardedTrainingLoader(Rule):
     def end(self):
         random_samplers = self.m.bound_to("RandomSampler")
         built = {}
-        for n in self.m.nodes:
-            if not (
-                isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
-            ):
-                continue
-            call = n.value
-            if last(dotted(call.func)) != "DataLoader" or not dotted(n.targets[0]):
-                continue
+        for n, name, call in self.m.loaders_built:
             sampler = keyword(call, "sampler")
             shuffles = is_true(keyword(call, "shuffle")) or (
                 sampler is not None
@@ -3793,7 +3799,7 @@ class UnshardedTrainingLoader(Rule):
                 )
             )
             if shuffles and not self.dataset_shards(call):
-                built.setdefault(dotted(n.targets[0]), n)
+                built.setdefault(name, n)
         # `train_loader = get_data(args, "train")`, a project function's plain loader
         for n in self.m.nodes:
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
@@ -3870,17 +3876,8 @@ class WholeEvalOnEveryRank(Rule):
         sequential = self.m.bound_to("SequentialSampler")
         sharding = self.m.bound_to("DistributedSampler")
         loaders = {}
-        for n in self.m.nodes:
-            if not (
-                isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
-            ):
-                continue
-            call, name = n.value, dotted(n.targets[0])
-            if (
-                last(dotted(call.func)) != "DataLoader"
-                or not name
-                or keyword(call, "batch_sampler")
-            ):
+        for n, name, call in self.m.loaders_built:
+            if keyword(call, "batch_sampler"):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             said = " ".join([name, ast.unparse(dataset) if dataset is not None else ""])
