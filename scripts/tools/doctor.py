@@ -1387,6 +1387,8 @@ class Checker:
                 and child is parent.orelse
             ) and re.search(r"amp|version|torch", ast.unparse(parent.test), re.I):
                 return True  # `if hasattr(torch, "amp"): ... else:`, `... if TORCH_GE_2_4 else ...`
+            # `if version.parse(torch.__version__) < version.parse("2.4.0"):` the old spelling, `else:` the
+            # new one (speechbrain's core.py, corpus 24, seen)
             if (
                 isinstance(parent, ast.If)
                 and child in parent.body
@@ -1396,10 +1398,7 @@ class Checker:
                     ast.unparse(ast.Module(body=parent.orelse, type_ignores=[])),
                 )
             ):
-                return (
-                    True  # `if version.parse(torch.__version__) < version.parse("2.4.0"):` the old
-                )
-                # spelling, `else:` the new one (speechbrain's core.py, corpus 24, seen)
+                return True
             child = parent
         return False
 
@@ -1711,6 +1710,34 @@ class Checker:
             values += made
             names = {dotted(m) for v in made for m in ast.walk(v) if dotted(m)}
         return values
+
+    def dataset_shards(self, call):
+        """The loader's dataset is given the rank or the world size (`ShardedDataset(path, rank=rank)`), or is a
+        project class whose source reads them: it shards itself."""
+        dataset = call.args[0] if call.args else keyword(call, "dataset")
+        if dataset is None:
+            return True
+        # what the dataset is made of, link by link (FiD's examples, loaded per rank)
+        for value in self.made_of(dataset):
+            if re.search(r"rank|world_size|num_replicas|process_index", ast.unparse(value), re.I):
+                return True
+            for made in ast.walk(value):
+                target = (
+                    self.project.defined.get(dotted(made.func))
+                    if isinstance(made, ast.Call)
+                    else None
+                )
+                # contriever's data.load_data, whose module splits its files by get_rank()
+                if target is not None and re.search(
+                    r"rank|world_size|num_replicas|split_by_node|shard", Project.text(target[0])
+                ):
+                    return True
+        return False
+
+    @functools.cached_property
+    def text(self):
+        """The module's source as its tree (names qualified) reads back: what a rule searches for words."""
+        return ast.unparse(self.tree)
 
     @functools.cached_property
     def loaders_built(self):
@@ -3798,7 +3825,7 @@ class UnshardedTrainingLoader(Rule):
                     and last(dotted(sampler.func)) == "RandomSampler"
                 )
             )
-            if shuffles and not self.dataset_shards(call):
+            if shuffles and not self.m.dataset_shards(call):
                 built.setdefault(name, n)
         # `train_loader = get_data(args, "train")`, a project function's plain loader
         for n in self.m.nodes:
@@ -3833,29 +3860,6 @@ class UnshardedTrainingLoader(Rule):
             )
             is None
         )
-
-    def dataset_shards(self, call):
-        """The loader's dataset is given the rank or the world size (`ShardedDataset(path, rank=rank)`), or is a
-        project class whose source reads them: it shards itself."""
-        dataset = call.args[0] if call.args else keyword(call, "dataset")
-        if dataset is None:
-            return True
-        # what the dataset is made of, link by link (FiD's examples, loaded per rank)
-        for value in self.m.made_of(dataset):
-            if re.search(r"rank|world_size|num_replicas|process_index", ast.unparse(value), re.I):
-                return True
-            for made in ast.walk(value):
-                target = (
-                    self.m.project.defined.get(dotted(made.func))
-                    if isinstance(made, ast.Call)
-                    else None
-                )
-                # contriever's data.load_data, whose module splits its files by get_rank()
-                if target is not None and re.search(
-                    r"rank|world_size|num_replicas|split_by_node|shard", Project.text(target[0])
-                ):
-                    return True
-        return False
 
 
 class WholeEvalOnEveryRank(Rule):
@@ -3894,7 +3898,7 @@ class WholeEvalOnEveryRank(Rule):
                     continue
                 elif dotted(sampler) in sharding and not self.off_by_default(sampler, n):
                     continue  # `--dist-eval` picks a DistributedSampler, and the script turns it on
-            if dataset is None or UnshardedTrainingLoader.dataset_shards(self, call):
+            if dataset is None or self.m.dataset_shards(call):
                 continue
             loaders[name] = n
         if not loaders:
@@ -3919,20 +3923,20 @@ class WholeEvalOnEveryRank(Rule):
         """The `if` whose branch binds `sampler` to a DistributedSampler and whose else binds a SequentialSampler
         tests a store_true flag of this module's parser (`if args.dist_eval:` with `--dist-eval` off unless given):
         the default run evaluates the whole set. Not `if args.distributed:`, which every distributed run takes."""
+
+        def binds(statements, kind):
+            return any(
+                isinstance(s, ast.Assign)
+                and any(dotted(t) == dotted(sampler) for t in s.targets)
+                and isinstance(s.value, ast.Call)
+                and last(dotted(s.value.func)) == kind
+                for statement in statements
+                for s in ast.walk(statement)
+            )
+
         for n in self.m.nodes:
             if not isinstance(n, ast.If) or n.lineno > built.lineno:
                 continue
-
-            def binds(statements, kind):
-                return any(
-                    isinstance(s, ast.Assign)
-                    and any(dotted(t) == dotted(sampler) for t in s.targets)
-                    and isinstance(s.value, ast.Call)
-                    and last(dotted(s.value.func)) == kind
-                    for statement in statements
-                    for s in ast.walk(statement)
-                )
-
             # the `if` that picks between them: one branch shards, the other does not
             if not (binds(n.body, "DistributedSampler") and binds(n.orelse, "SequentialSampler")):
                 continue
@@ -3977,15 +3981,14 @@ class NeverWrapped(Rule):
     def begin(self):
         if not ({"backward", "step"} <= set(self.m.calls)):
             return False
-        if re.search(self.SYNCS, ast.unparse(self.m.tree)) or self.m.wraps_in_ddp:
+        if re.search(self.SYNCS, self.m.text) or self.m.wraps_in_ddp:
             return False
         project = self.m.project
-        if project.wrapped_by_importer or any(
+        self.reported = False
+        return not project.wrapped_by_importer and not any(
             Project.says(module, self.SYNCS, 2)
             for module in project.imported | project.imported_any
-        ):
-            return False
-        return True
+        )
 
     def visit_Call(self, node):
         if last(dotted(node.func)) != "DistributedSampler" or self.reported:
@@ -3995,8 +3998,6 @@ class NeverWrapped(Rule):
             return
         self.reported = True
         self.add(node, fixable=False)
-
-    reported = False
 
 
 class FindUnusedParameters(CallRule):
@@ -5160,9 +5161,7 @@ class ForwardOnOneRank(WrapperAttribute):
     def holds_buffers(self):
         """The model may hold buffers: this module, or one of the project's it imports (a package: any of its
         modules, `from models import build_model`), makes a module that has them."""
-        if any(
-            BUFFER_WORDS.search(ast.unparse(n)) for n in self.m.nodes if isinstance(n, ast.Call)
-        ):
+        if BUFFER_WORDS.search(self.m.text):
             return True
         project = self.m.project
         return any(
@@ -5442,7 +5441,7 @@ class PaddedEvalSampler(Rule):
         )
         if not (built and (reduced or reducers)):
             return False
-        text = "\n".join([ast.unparse(self.m.tree), *reducers, *self.evaluators()])
+        text = "\n".join([self.m.text, *reducers, *self.evaluators()])
         evaluation = [
             ast.unparse(f)
             for f in ast.walk(self.m.tree)
