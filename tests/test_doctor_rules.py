@@ -1134,6 +1134,35 @@ def test_a_write_behind_a_helper_of_another_module_on_every_rank(tmp_path):
     )
 
 
+LOGGERS = (  # BiRefNet's utils.Logger: a class whose constructor truncates the file it is handed
+    "import logging\n"
+    "class Logger:\n    def __init__(self, path='log.txt'):\n"
+    "        self.handler = logging.FileHandler(path, 'w')\n"
+    "class Appender:\n    def __init__(self, path):\n        self.handler = logging.FileHandler(path)\n"
+)
+
+
+def test_a_log_file_every_rank_truncates_through_a_class_or_basic_config(tmp_path):
+    bad = (
+        DDP_HEAD + "from utils import Logger\nlogger = Logger(os.path.join(ckpt_dir, 'log.txt'))\n"
+        "logging.basicConfig(filename='train.log', filemode='w')\n" + DDP_TAIL
+    )
+    good = (
+        DDP_HEAD + "from utils import Logger, Appender\nrank = dist.get_rank()\n"
+        "if rank == 0:\n    logger = Logger(os.path.join(ckpt_dir, 'log.txt'))\n"
+        "log = Logger(f'log_{rank}.txt')\nmore = Appender('all.log')\n"
+        "logging.basicConfig(filename=f'train_{rank}.log', filemode='w')\n"
+        "logging.basicConfig(filename='train.log', "
+        "level=logging.INFO if rank == 0 else logging.WARN)\n" + DDP_TAIL
+    )
+    project = {"utils.py": LOGGERS}
+    found = check_in_project(tmp_path / "a" / "p", {**project, "train.py": bad}, "train.py")
+    assert found.count("DDL107") == 2
+    assert "DDL107" not in check_in_project(
+        tmp_path / "b" / "p", {**project, "train.py": good}, "train.py"
+    )
+
+
 UTILS = (  # msn's and jepa's init_distributed, a save helper, a dataset caching its features
     "import torch\nimport torch.distributed as dist\n"
     "def init_distributed():\n    try:\n        dist.init_process_group('nccl')\n"
@@ -1577,6 +1606,35 @@ def test_an_eval_loader_whose_padding_sampler_is_built_modules_away(tmp_path):
     # where: the module and line of the sampler the call reaches
     found = doctor.check_source(train, str(tmp_path / "p0" / "train.py"), neighbours=True)
     assert [f.via for f in found if f.code == "DDL127"] == ["data/loaders.py:7"], found
+    # DDL124 reads the same helpers: a metric rank 0 logs from its own shard of that val loader
+    logged = (
+        DDP_HEAD + "from data.builder import get_loaders\n"
+        "train_loader, val_loader = get_loaders(cfg)\n"
+        "def validate(model, loader):\n"
+        "    correct = 0\n"
+        "    for x, y in loader:\n"
+        "        correct += (model(x).argmax(1) == y).sum().item()\n"
+        "    return correct / len(loader)\n"
+        "val_acc = validate(model, val_loader)\n"
+        "if dist.get_rank() == 0:\n    print(val_acc)\n" + DDP_TAIL
+    )
+    for i, (val, expected) in enumerate(
+        [("val = build_val(cfg.val)", True), ("val = None", False)]
+    ):
+        files = {
+            "data/__init__.py": "",
+            "data/loaders.py": loaders.format(drop=""),
+            "data/builder.py": builder.format(val=val),
+            "train.py": logged,
+        }
+        found = check_in_project(tmp_path / f"q{i}", files, "train.py")
+        assert ("DDL124" in found) is expected, (val, found)
+    reduced = logged.replace(
+        "    return correct", "    dist.all_reduce(correct)\n    return correct"
+    )
+    files["data/builder.py"] = builder.format(val="val = build_val(cfg.val)")
+    files["train.py"] = reduced
+    assert "DDL124" not in check_in_project(tmp_path / "q9", files, "train.py")
 
 
 def test_a_local_rank_flag_the_documented_launcher_breaks_even_beside_a_local_rank_read(tmp_path):
