@@ -6517,11 +6517,13 @@ class Qualify(ast.NodeTransformer):
         return new
 
 
-def run_rules(checker):
+def run_rules(checker, codes=None):
     """Every rule over one module in one walk of its tree: each node goes to the visit_<its type> of every rule
-    whose begin() asked for the visits."""
+    whose begin() asked for the visits. `codes`: only the rules of these codes."""
     active, handlers = [], {}
     for cls in RULE_CLASSES:
+        if codes is not None and cls.code not in codes:
+            continue
         rule = cls(checker)
         if not rule.begin():
             continue
@@ -7020,11 +7022,20 @@ class Project:
 
     @staticmethod
     @functools.cache
-    def split_samplers_in(module_path, kind="eval", depth=3):
-        """A module's top-level functions that build a padding sampler for an evaluation split (eval_padding),
-        themselves or through another such function, of this module or of a project module it imports (at most
-        `depth` modules down): name -> (the sampler's module, line). `kind="train"`: those that build a
-        shuffling training sampler instead (train_sampling), for DDL105."""
+    def imports_in(module_path):
+        """A module's import statements, wherever they are (one walk a run)."""
+        return tuple(
+            n
+            for n in ast.walk(Project.tree(module_path))
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+        )
+
+    @staticmethod
+    @functools.cache
+    def own_split_samplers(module_path, kind):
+        """What split_samplers_in reads of a module itself, whatever the depth it is reached at (once a run, not
+        once a depth): its top-level functions, those that build the sampler themselves (name -> (module,
+        line)), and each function's calls."""
         tree = Project.tree(module_path)
         functions = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
         found = {}
@@ -7032,6 +7043,18 @@ class Project:
             line = eval_padding(f) if kind == "eval" else train_sampling(f)
             if line is not None:
                 found[f.name] = (module_path, line)
+        calls = {f.name: [n for n in ast.walk(f) if isinstance(n, ast.Call)] for f in functions}
+        return functions, found, calls
+
+    @staticmethod
+    @functools.cache
+    def split_samplers_in(module_path, kind="eval", depth=3):
+        """A module's top-level functions that build a padding sampler for an evaluation split (eval_padding),
+        themselves or through another such function, of this module or of a project module it imports (at most
+        `depth` modules down): name -> (the sampler's module, line). `kind="train"`: those that build a
+        shuffling training sampler instead (train_sampling), for DDL105."""
+        functions, found, calls = Project.own_split_samplers(module_path, kind)
+        found = dict(found)
         reached = {}  # a name this module calls -> where its sampler is
         # padding helpers by the name this module calls them: an eval split asked of one is an eval sampler
         # (U2PL's `build_vocloader("val", cfg)`); where, the helper's own line
@@ -7039,7 +7062,7 @@ class Project:
             name: (module_path, Project.spans(module_path)[name][0])
             for name in Project.samplers_in(module_path)
         }
-        for node in ast.walk(tree) if depth else ():
+        for node in Project.imports_in(module_path) if depth else ():
             if isinstance(node, ast.ImportFrom):
                 source = Project.resolve(module_path, node.module or "", node.level)
                 for alias in node.names:
@@ -7083,7 +7106,6 @@ class Project:
             )
 
         asks = asks_eval if kind == "eval" else asks_train
-        calls = {f.name: [n for n in ast.walk(f) if isinstance(n, ast.Call)] for f in functions}
         for f in functions:
             asked = [c for c in calls[f.name] if dotted(c.func) in padders and asks(c)]
             if f.name not in found and asked:
@@ -7638,7 +7660,8 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         checker.distributed = checker.distributed or any(
             checker.project.joins(dotted(c.func)) for c in checker.nodes if isinstance(c, ast.Call)
         )
-    run_rules(checker)
+    # a callee's module: only the rules one_call_away carries back to the caller
+    run_rules(checker, None if called is None else REACHED | {"DDL101"})
     if neighbours and called is None:
         checker.found += one_call_away(checker)
     lines = physical_lines(source)
