@@ -2504,6 +2504,46 @@ def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
         assert [f.code for f in doctor.check_source(loop.format(body=body))] == expected, body
 
 
+def test_accumulation_inside_fabric_no_backward_sync_is_not_reported():
+    """DDL119, corpus 25 (seen): alphafold3-pytorch's trainer accumulates inside Lightning Fabric's
+    `fabric.no_backward_sync(model, enabled=is_accumulating)`, Fabric's no_sync."""
+    loop = (
+        DDP_HEAD + "model = DDP(net)\nfor step, batch in enumerate(loader):\n"
+        "    is_accumulating = (step + 1) % grad_accum_every != 0\n"
+        "    {manager}\n        loss = model(batch).sum()\n        loss.backward()\n"
+        "    if not is_accumulating:\n        optimizer.step()\n        optimizer.zero_grad()\n"
+        + DDP_TAIL
+    )
+    synced = loop.format(manager="with fabric.no_backward_sync(model, enabled=is_accumulating):")
+    plain = loop.format(manager="if True:")
+    assert "DDL119" not in [f.code for f in doctor.check_source(synced)]
+    assert "DDL119" in [f.code for f in doctor.check_source(plain)]
+
+
+def test_one_process_recovering_from_its_own_out_of_memory_error():
+    """DDL134, corpora 24 and 25 (seen): fairseq's "attempting to recover from OOM" (SpanBERT's and Uni-Core's
+    trainers, OpenNMT's "batch removed"): the rank that ran out zeroes its gradients and goes on, having skipped
+    the backward the others all-reduce in. Not where the handler raises again, nor where it raises whenever the
+    run is distributed."""
+    loop = (
+        DDP_HEAD + "model = DDP(net)\nfor i, sample in enumerate(samples):\n"
+        "    try:\n        loss = model(sample).sum()\n        loss.backward()\n"
+        "    except RuntimeError as e:\n        if 'out of memory' in str(e):\n"
+        "            print('attempting to recover from OOM')\n{extra}"
+        "            optimizer.zero_grad()\n        else:\n            raise e\n"
+        "optimizer.step()\n" + DDP_TAIL
+    )
+    cases = [
+        ("", ["DDL134"]),
+        ("            if raise_oom:\n                raise e\n", ["DDL134"]),
+        ("            if world_size > 1:\n                raise e\n", []),
+        ("            raise e\n", []),
+    ]
+    for extra, expected in cases:
+        found = [f.code for f in doctor.check_source(loop.format(extra=extra))]
+        assert [c for c in found if c == "DDL134"] == expected, (extra, found)
+
+
 def test_a_collective_a_one_process_run_reaches(tmp_path):
     """DDL151, from corpora 16 and 17 (seen): TransFG's and Oscar's reductions and recognize-anything's
     barrier, with no check, in scripts that join the group only when launched (`if args.local_rank != -1:`,
