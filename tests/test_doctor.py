@@ -485,6 +485,17 @@ CASES = {
         "loader = DataLoader(train_set, sampler=DistributedSampler(train_set))\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
     ),
+    "DDL161": (
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\n"
+        "sampler = DistributedSampler(test_set, shuffle=False, drop_last=True)\n"
+        "test_loader = DataLoader(test_set, sampler=sampler)\n",
+        "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler, Subset\n"
+        "torch.distributed.init_process_group('nccl')\n"
+        "sampler = DistributedSampler(train_set, drop_last=True)\n"
+        "rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()\n"
+        "test_loader = DataLoader(Subset(test_set, range(rank, len(test_set), world_size)))\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

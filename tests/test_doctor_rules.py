@@ -1767,6 +1767,48 @@ def test_a_training_step_method_called_through_the_wrappers_module():
     assert doctor.check_source(script.format(call="model")) == []
 
 
+def test_a_loss_computed_on_the_unwrapped_model_or_in_a_function_the_backward_takes():
+    """DDL136, corpus 25 (seen): ILQL's `accelerator.unwrap_model(model).get_loss(items)` before
+    `accelerator.backward(loss)`, and OpenVLA-OFT's `action_head.module.predict_action(...)` in a
+    `run_forward_pass` whose loss the training function's backward takes. Not through the prepared model, nor
+    a helper no backward takes."""
+    accelerate = (
+        ACCELERATE_HEAD + "model, optim, loader = accelerator.prepare(model, optim, loader)\n"
+        "def train():\n    for items in loader:\n        loss = {call}(items)\n"
+        "        accelerator.backward(loss)\n        optim.step()\n"
+    )
+    bad = doctor.check_source(accelerate.format(call="accelerator.unwrap_model(model).get_loss"))
+    assert [f.code for f in bad] == ["DDL136"], bad
+    assert doctor.check_source(accelerate.format(call="model")) == []
+    # a frozen VAE unwrapped for its latents, and the model unwrapped to be saved (show-o's, tango's: corpora
+    # 14 and 15, seen): no loss of theirs goes to the backward
+    frozen = (
+        accelerate.format(call="model").replace(
+            "        loss = model(items)\n",
+            "        latents = accelerator.unwrap_model(vae).encode(items)\n"
+            "        loss = model(latents)\n",
+        )
+        + "    model = accelerator.unwrap_model(model)\n    model.embed_tokens(x)\n"
+    )
+    assert doctor.check_source(frozen) == []
+    helper = (
+        DDP_HEAD + "action_head = DDP(head)\ndef run_forward_pass(batch):\n"
+        "    hidden = vla(batch)\n    return F.l1_loss({call}(hidden), batch['actions'])\n"
+        "def finetune(loader, optimizer):\n    for batch in loader:\n"
+        "        loss = {step}(batch)\n        loss.backward()\n        optimizer.step()\n"
+        + DDP_TAIL
+    )
+    bare = "action_head.module.predict_action"
+    bad = doctor.check_source(helper.format(call=bare, step="run_forward_pass"))
+    assert [f.code for f in bad] == ["DDL136"], bad
+    assert doctor.check_source(helper.format(call="action_head", step="run_forward_pass")) == []
+    assert doctor.check_source(helper.format(call=bare, step="vla")) == []
+    evaluation = helper.format(call=bare, step="run_forward_pass").replace(
+        "def run_forward_pass", "@torch.no_grad()\ndef run_forward_pass"
+    )
+    assert doctor.check_source(evaluation) == []
+
+
 def test_apex_ddp_is_no_mixed_precision():
     """Corpora 12 and 13 (seen): `from apex.parallel import DistributedDataParallel` then
     `DistributedDataParallel(model)` was reported as deprecated mixed precision (DDL102) and judged false twice:
@@ -2539,6 +2581,9 @@ def test_one_process_recovering_from_its_own_out_of_memory_error():
         ("            if world_size > 1:\n                raise e\n", []),
         ("            raise e\n", []),
     ]
+    # the advice logged under the test, then raised whatever the error was
+    logged = loop.replace("        else:\n            raise e\n", "        raise\n")
+    assert "DDL134" not in [f.code for f in doctor.check_source(logged.format(extra=""))]
     for extra, expected in cases:
         found = [f.code for f in doctor.check_source(loop.format(extra=extra))]
         assert [c for c in found if c == "DDL134"] == expected, (extra, found)
@@ -3789,6 +3834,37 @@ def test_sharded_training_data_for_a_model_nothing_wraps(tmp_path):
         }
         found = check_in_project(tmp_path / f"{imported}{len(wrap)}{data}", files, "train.py")
         assert [c for c in found if c == "DDL160"] == expected, (imported, wrap, data, found)
+
+
+def test_sharded_training_data_for_a_model_a_project_function_trains_unwrapped(tmp_path):
+    """DDL160 (Pangu, corpus 25, seen): the backward and the step in a function of another module the script
+    calls, and the only gradient all-reduce of the project in a helper nothing calls; quiet where the training
+    function calls it."""
+    train = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "from sample import train\nfrom utils_dist import init_dist\ninit_dist()\n"
+        "loader = DataLoader(train_set, sampler=DistributedSampler(train_set))\n"
+        "model = train(model, loader, optimizer)\n"
+    )
+    sample = (
+        "from utils_dist import gather_grad\ndef train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n        loss_fn(model(x), y).backward()\n{sync}"
+        "        optimizer.step()\n    return model\n"
+    )
+    utils = (
+        "import torch.distributed as dist\ndef init_dist():\n    dist.init_process_group('nccl')\n"
+        "def gather_grad(params):\n    for p in params:\n        dist.all_reduce(p.grad.data)\n"
+    )
+    for sync, expected in (("", ["DDL160"]), ("        gather_grad(model.parameters())\n", [])):
+        files = {
+            "LICENSE": "",
+            "utils_dist.py": utils,
+            "sample.py": sample.format(sync=sync),
+            "train.py": train,
+        }
+        found = check_in_project(tmp_path / f"p{len(sync)}", files, "train.py")
+        assert [c for c in found if c == "DDL160"] == expected, (sync, found)
 
 
 def test_another_installed_package_is_not_the_projects_module(tmp_path):

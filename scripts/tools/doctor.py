@@ -210,11 +210,13 @@ RULES = {
         "averages gradients, it never re-syncs the weights).",
     ),
     "DDL136": (
-        "the forward run through the DDP wrapper's .module in a function that calls backward",
+        "the forward run through the DDP wrapper's .module (or accelerator.unwrap_model) for a backward",
         "call the wrapped model itself (put the loss in its forward if a method computes it)",
         "5-wrap-the-model-in-ddp",
         "DDP arms its gradient all-reduce in its own forward. A forward through `model.module` (or its "
-        "sub-modules, or a method such as `model.module.get_logits_loss(...)`) skips it: the backward then "
+        "sub-modules, or a method such as `model.module.get_logits_loss(...)`, or Accelerate's "
+        "`accelerator.unwrap_model(model)`), in the function that calls backward or in one whose result it "
+        "takes, skips it: the backward then "
         "all-reduces nothing and every process trains its own model (measured: torch 2.13 over gloo, "
         "gradients equal across ranks through the wrapper, different through .module).",
     ),
@@ -445,6 +447,16 @@ RULES = {
         "Without a wrap (or an all-reduce of the gradients) each rank steps its own copy of the model on its own "
         "shard: the copies drift apart from the first step, and the one that is saved has seen 1/world-size of "
         "the data.",
+    ),
+    "DDL161": (
+        "an evaluation set sharded with DistributedSampler(drop_last=True), which leaves samples out of every "
+        "rank's share",
+        "shard eval with Subset(ds, range(rank, len(ds), world_size)) (every sample once), then all_reduce the "
+        "sums and counts",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "drop_last=True trims the set to a multiple of the world size before sharding: up to world_size - 1 "
+        "samples are never evaluated, so the reported metric is not the whole set's, and which samples are left "
+        "out changes with the number of processes (and with the seed when shuffle=True).",
     ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
@@ -702,7 +714,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160"})
+UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL161"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -3029,6 +3041,8 @@ class SkipOnLocalCondition(Rule):
         said = ast.unparse(handler)
         if not re.search(r"out of memory|OutOfMemoryError", said, re.I):
             return False
+        if any(isinstance(statement, ast.Raise) for statement in handler.body):
+            return False  # logged, then raised whatever it was (VALL-E's memory advice, corpus 10)
         tests = [
             n
             for n in ast.walk(handler)
@@ -3230,17 +3244,68 @@ class ForwardThroughModule(Rule):
     code = "DDL136"
 
     def begin(self):
-        return self.m.wraps_in_ddp
+        if not (self.m.wraps_in_ddp or self.m.uses_accelerate):
+            return False
+        # the functions whose result a backward takes: called by a function of this module that calls backward
+        # (OpenVLA-OFT's `run_forward_pass`, whose action head runs through `.module`: corpus 25, seen)
+        self.feeding = {
+            last(dotted(c.func))
+            for f in self.m.nodes
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and backward_in(f.body)
+            for c in ast.walk(f)
+            if isinstance(c, ast.Call)
+        }
+        return True
+
+    @staticmethod
+    def unwrapped(value):
+        """`model.module` (not Accelerate's unwrap_model: see unwrapped_loss)."""
+        return isinstance(value, ast.Attribute) and value.attr == "module"
+
+    def unwrapped_loss(self, function):
+        """Accelerate's shape (ILQL's, corpus 25, seen): `loss, logs = accelerator.unwrap_model(model).get_loss(
+        items)` and then `accelerator.backward(loss)` in the same function: the loss the backward takes is made
+        by the unwrapped model's forward. Only that direct flow: scripts unwrap frozen models (a VAE, a text
+        encoder) for their features, and reassign `model = accelerator.unwrap_model(model)` to save."""
+        backed = {
+            n.id
+            for c in ast.walk(function)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+            if c.func.attr == "backward"
+            for a in [c.func.value, *c.args]
+            for n in ast.walk(a)
+            if isinstance(n, ast.Name)
+        }
+        for n in ast.walk(function):
+            if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)):
+                continue
+            parts = dotted(n.value.func).split(".")
+            named = {
+                t.id for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)
+            }
+            if (
+                "unwrap_model()" in parts[:-1]
+                and RUNS_FORWARD.search(parts[-1])
+                and named & backed
+                and not any(no_grad(p) for p in self.m.parents_of(n))
+            ):
+                return n.value
+        return None
 
     def visit_FunctionDef(self, node):
-        if not backward_in(node.body):
+        if not (backward_in(node.body) or node.name in self.feeding):
+            return
+        if any(re.search(r"no_grad|inference_mode", ast.unparse(d)) for d in node.decorator_list):
+            return  # `@torch.no_grad()`: an evaluation helper the training function calls
+        if not self.m.wraps_in_ddp:  # Accelerate alone
+            found = self.unwrapped_loss(node) if backward_in(node.body) else None
+            if found is not None:
+                self.add(found, fixable=False)
             return
         bare = {
             dotted(t)
             for n in ast.walk(node)
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Attribute)
-            and n.value.attr == "module"
+            if isinstance(n, ast.Assign) and self.unwrapped(n.value)
             for t in n.targets
             if dotted(t)
         }
@@ -4028,16 +4093,72 @@ class NeverWrapped(Rule):
     )
 
     def begin(self):
-        if not ({"backward", "step"} <= set(self.m.calls)):
+        if not self.trains():
             return False
         if re.search(self.SYNCS, self.m.text) or self.m.wraps_in_ddp:
             return False
         project = self.m.project
         self.reported = False
+        modules = project.imported | project.imported_any
+        used = "\n".join([self.m.text, *(Project.text(m) for m in modules)])
+        # a name imported is not yet a name used: the import lines are left out
+        used = re.sub(r"(?m)^\s*(from|import)\s[^\n]*(\([^)]*\))?", "", used)
         return not project.wrapped_by_importer and not any(
-            Project.says(module, self.SYNCS, 2)
-            for module in project.imported | project.imported_any
+            self.syncs(module, used) for module in modules
         )
+
+    def syncs(self, module, used, depth=2):
+        """Whether a project module synchronizes the gradients: it says so, or a module it imports does (`depth`
+        imports down), unless what it says is in functions that nothing read here calls (Pangu's `gather_grad`,
+        defined in utils_dist.py and never called: corpus 25, seen). `used`: the text the calls are read in,
+        import lines left out."""
+        said = re.compile(self.SYNCS)
+        text = Project.text(module)
+        if said.search(text):
+            lines, spans = text.splitlines(), Project.spans(module).items()
+            outside = [
+                line
+                for i, line in enumerate(lines, 1)
+                if not any(first <= i <= end for _, (first, end) in spans)
+            ]
+            if said.search("\n".join(outside)):
+                return True
+            for name, (first, end) in spans:
+                if said.search("\n".join(lines[first - 1 : end])):
+                    named = len(re.findall(rf"\b{re.escape(name)}\b", used))
+                    if named > len(re.findall(rf"\b(def|class)\s+{re.escape(name)}\b", used)):
+                        return True
+        elif module.name == "__init__.py" and Project.says(module, self.SYNCS, 0):
+            return True  # a package's modules
+        if not depth:
+            return False
+        used += "\n" + re.sub(r"(?m)^\s*(from|import)\s[^\n]*(\([^)]*\))?", "", text)
+        for node in Project.imports_in(module):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module or ''}.{a.name}" for a in node.names]
+            else:
+                names = [a.name for a in node.names]
+            for name in names:
+                found = Project.resolve(
+                    module.resolve(), name.strip("."), getattr(node, "level", 0)
+                )
+                if found is not None and found != module and self.syncs(found, used, depth - 1):
+                    return True
+        return False
+
+    def trains(self):
+        """A backward and an optimizer step here, or in a function of the project this module calls (Pangu's
+        `train(model, train_loader=...)` in models/pangu_sample.py, corpus 25, seen)."""
+        if {"backward", "step"} <= set(self.m.calls):
+            return True
+        for calls in self.m.calls.values():
+            for call in calls:
+                target = self.m.project.defined.get(dotted(call.func))
+                if target is not None and not Project.is_class(*target):
+                    text = Project.source_of(*target)
+                    if re.search(r"\.backward\(", text) and re.search(r"\.step\(", text):
+                        return True
+        return False
 
     def visit_Call(self, node):
         if last(dotted(node.func)) != "DistributedSampler" or self.reported:
@@ -5454,6 +5575,24 @@ def eval_padding(function):
     return walk(function.body, False)
 
 
+class TrimmedEvalSampler(CallRule):
+    """DDL161: `DistributedSampler(test_set, ..., drop_last=True)` over an evaluation set (by its name), in a
+    distributed script: the set is cut to a multiple of the world size, so some samples are in no rank's share
+    and the metric is not the whole set's (LC-Rec's test_ddp.py, corpus 25, seen). DDL127 is the other side:
+    without drop_last the sampler pads with repeats."""
+
+    code = "DDL161"
+
+    def check(self, call, name, callee):
+        if callee != "DistributedSampler" or not is_true(keyword(call, "drop_last")):
+            return
+        dataset = call.args[0] if call.args else keyword(call, "dataset")
+        said = ast.unparse(dataset) if dataset is not None else ""
+        if not said or not EVAL_WORDS.search(said) or re.search(r"train", said, re.I):
+            return
+        self.add(call, fixable=False)
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -6507,6 +6646,7 @@ RULE_CLASSES = [
     FsdpShardNormClip,
     WholeEvalOnEveryRank,
     NeverWrapped,
+    TrimmedEvalSampler,
 ]
 
 
