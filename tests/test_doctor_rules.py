@@ -1765,6 +1765,19 @@ def test_a_training_step_method_called_through_the_wrappers_module():
     bad = doctor.check_source(script.format(call="model.module.train_step"))
     assert [f.code for f in bad] == ["DDL136"], bad
     assert doctor.check_source(script.format(call="model")) == []
+    # corpus 26 (seen): DeepCORO-CLIP's `encoder = model.module if hasattr(model, "module") else model`, then
+    # `encoder.get_tokens(videos)` for the loss
+    either = script.format(call="encoder.get_tokens").replace(
+        "    for batch in loader:\n",
+        "    encoder = model.module if hasattr(model, 'module') else model\n    for batch in loader:\n",
+    )
+    assert [f.code for f in doctor.check_source(either)] == ["DDL136"]
+    # Hugging Face's `model_to_resize.resize_token_embeddings(len(tokenizer))`: a set-up, no forward (corpus 23)
+    resized = either.replace("encoder.get_tokens(batch)", "model(batch)").replace(
+        "    for batch in loader:\n",
+        "    encoder.resize_token_embeddings(n)\n    for batch in loader:\n",
+    )
+    assert doctor.check_source(resized) == []
 
 
 def test_a_loss_computed_on_the_unwrapped_model_or_in_a_function_the_backward_takes():
@@ -1817,6 +1830,10 @@ def test_apex_ddp_is_no_mixed_precision():
     assert [f.code for f in doctor.check_source(ddp)] == []
     amp = "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O1')\n"
     assert {f.code for f in doctor.check_source(amp)} == {"DDL102"}
+    # corpus 26 (seen): MS-G3D's `# import apex`, then `apex.amp.initialize(...)` under --half: a NameError
+    spelled = "{}if half:\n    model, opt = apex.amp.initialize(model, opt, opt_level='O1')\n"
+    assert [f.code for f in doctor.check_source(spelled.format("import apex\n"))] == ["DDL102"]
+    assert doctor.check_source(spelled.format("# import apex\n")) == []
 
 
 def test_code_after_a_refusal_to_run_distributed_and_what_only_it_calls():
@@ -3784,6 +3801,14 @@ def test_an_evaluation_every_rank_runs_over_the_whole_set():
             "",
             "sampler_val = DistributedSampler(dataset_val, shuffle=False)\n",
             "evaluate(val_loader, model)",
+        ): [],
+        # corpus 26 (seen): sugar's `--validate`, each rank over its own checkpoints
+        (
+            "",
+            plain,
+            "for i in range(args.gpu, len(weights), ngpus_per_node):\n"
+            "        model.load_state_dict(torch.load(weights[i]))\n"
+            "        evaluate(val_loader, model)",
         ): [],
     }
     for (flag, choice, call), expected in cases.items():
