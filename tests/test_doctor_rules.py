@@ -689,6 +689,14 @@ PAIRS = {
         ACCELERATE_HEAD + "model, optimizer = accelerator.prepare(model, optimizer)\n"
         "accelerator.unwrap_model(model).config.use_cache = False\nmodel.eval()\n",
     ),
+    "a model's attribute tested on the DDP wrapper (X-VLM's optimizer groups, corpus 26, seen)": (
+        "DDL125",
+        DDP_HEAD + "model = DDP(net)\nif hasattr(model, 'init_params'):\n"
+        "    groups = model.module.init_params\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\nif hasattr(model.module, 'init_params'):\n"
+        "    groups = model.module.init_params\nwrapped = hasattr(model, 'module')\n"
+        "wd = getattr(model.module, 'no_weight_decay', None)\n" + DDP_TAIL,
+    ),
     "a name bound to the model again after the wrap is the model": (
         "DDL125",
         DDP_HEAD + "model = DDP(model)\nmodel.decode(z)\n" + DDP_TAIL,

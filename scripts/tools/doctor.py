@@ -5137,6 +5137,28 @@ class WrapperAttribute(Rule):
         if self.wrapped_at(name, scope, node, callers=True):
             self.add(node, fixable=False)
 
+    def visit_Call(self, node):
+        """`hasattr(model, "init_params")` or `getattr(model, "no_weight_decay", None)` on the wrapper: False, or
+        the default, whatever the model inside has, so the branch the script meant for the model never runs
+        (X-VLM's optimizer groups, corpus 26, seen). Not a test of the wrapper itself (`hasattr(model,
+        "module")`)."""
+        if dotted(node.func) not in ("hasattr", "getattr") or len(node.args) < 2:
+            return
+        if dotted(node.func) == "getattr" and len(node.args) < 3:
+            return  # getattr without a default raises: the access is the wrapper-attribute case itself
+        attr = node.args[1]
+        if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+            return
+        if attr.value.startswith("_") or attr.value in WRAPPER_API:
+            return
+        name = dotted(node.args[0])
+        if not name or name.startswith("self.") or self.in_test(node):
+            return
+        if f"{name}.{attr.value}" in self.stored:
+            return
+        if self.wrapped_at(name, self.function_of(node), node):
+            self.add(node, fixable=False)
+
     def wrapped_at(self, name, scope, node, callers=False):
         """Whether `name`, read at `node` in `scope`, was last bound to a wrap there (or in a scope around it).
         A parameter is what the callers pass: with `callers`, wrapped where a call of this module hands it a
