@@ -321,6 +321,29 @@ PAIRS = {
         DDP_HEAD + "model = DDP(net)\n"
         "det = model.module.model[0] if is_parallel(model) else model.model[0]\n" + DDP_TAIL,
     ),
+    "the GPU count bound in the function that starts the group, not a parameter of the same name": (
+        "DDL141",
+        "import torch\nimport torch.distributed as dist\n"
+        "def setup(rank):\n    world_size = torch.cuda.device_count()\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n",
+        # SEA-RAFT's ddp_utils (corpus 27, seen): init_ddp counts the GPUs for mp.spawn in its caller;
+        # setup_ddp's world_size is what that caller passes
+        "import torch\nimport torch.distributed as dist\n"
+        "def init_ddp():\n    world_size = torch.cuda.device_count()\n    return world_size\n"
+        "def setup_ddp(rank, world_size):\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n",
+    ),
+    "the leftover micro-batches' step after the loop is the same accumulation, reported once": (
+        "DDL119",
+        DDP_HEAD + "model = DDP(net)\ndef train_epoch(model, loader):\n"
+        "    for step, x in enumerate(loader):\n        model(x).sum().backward()\n"
+        "        if step % accumulation_steps == 0:\n            optimizer.step()\n"
+        "    if last_step % accumulation_steps != 0:\n        optimizer.step()\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\ndef train_epoch(model, loader):\n"
+        "    for step, x in enumerate(loader):\n        with model.no_sync():\n"
+        "            model(x).sum().backward()\n"
+        "        if step % accumulation_steps == 0:\n            optimizer.step()\n" + DDP_TAIL,
+    ),
     "a backward inside the step's own branch accumulates nothing": (
         "DDL119",
         DDP_HEAD + "model = DDP(net)\nfor i, x in enumerate(loader):\n    loss = model(x)\n"
@@ -3921,3 +3944,16 @@ def test_another_installed_package_is_not_the_projects_module(tmp_path):
         }
         found = check_in_project(root, files, "pkg/train.py")
         assert ("DDL108" in found) == expected, (module, found)
+
+
+def test_one_accumulation_is_one_finding_at_its_first_step():
+    """DDL119, corpus 27 (seen): minimind-v's step for the leftover micro-batches after the loop was reported as a
+    second finding of the same accumulation; now one finding a function, at the loop's step."""
+    script = (
+        DDP_HEAD + "model = DDP(net)\ndef train_epoch(model, loader):\n"
+        "    for step, x in enumerate(loader):\n        model(x).sum().backward()\n"
+        "        if step % accumulation_steps == 0:\n            optimizer.step()\n"
+        "    if last_step % accumulation_steps != 0:\n        optimizer.step()\n" + DDP_TAIL
+    )
+    found = [(f.line, f.code) for f in doctor.check_source(script) if f.code == "DDL119"]
+    assert found == [(11, "DDL119")], found
