@@ -98,6 +98,13 @@ DISTRIBUTION_WORDS = re.compile(
 EVAL_WORDS = re.compile(
     r"eval|test|valid|predict|(?<![a-z])val(?:set|ds|data|dataset|loader|sampler)?(?![a-z])", re.I
 )
+
+
+def names_eval_only(text):
+    """Whether a loader's or dataset's name says evaluation (val, test, eval) and not training."""
+    return bool(EVAL_WORDS.search(text)) and not re.search(r"train", text, re.I)
+
+
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 RULES = {
@@ -3248,7 +3255,7 @@ def forward_named(method):
 
 
 NOT_FORWARD = re.compile(
-    r"(resize|set|tie|init|load|save|freeze|unfreeze)_|freeze|unfreeze|get_(input|output)_embeddings"
+    r"(resize|set|tie|init|load|save)_|(un)?freeze|get_(input|output)_embeddings"
 )
 RUNS_FORWARD = re.compile(
     r"forward|logits|encode|decode|embed|predict|infer|extract|feature|backbone|head|net$|model$|"
@@ -4030,7 +4037,7 @@ class WholeEvalOnEveryRank(Rule):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             said = " ".join([name, ast.unparse(dataset) if dataset is not None else ""])
-            if not EVAL_WORDS.search(said) or re.search(r"train", said, re.I):
+            if not names_eval_only(said):
                 continue
             sampler = keyword(call, "sampler")
             if sampler is None and len(call.args) > 2:
@@ -4122,6 +4129,11 @@ class WholeEvalOnEveryRank(Rule):
         return False
 
 
+def without_imports(text):
+    """Source text without its import lines: a name imported is not yet a name used."""
+    return re.sub(r"(?m)^\s*(from|import)\s[^\n]*(\([^)]*\))?", "", text)
+
+
 class NeverWrapped(Rule):
     """DDL160: a script that shards its training data with a DistributedSampler and trains (a backward and an
     optimizer step), where nothing synchronizes the gradients: no DDP, FSDP, DeepSpeed, Accelerate or Horovod
@@ -4146,9 +4158,7 @@ class NeverWrapped(Rule):
         project = self.m.project
         self.reported = False
         modules = project.imported | project.imported_any
-        used = "\n".join([self.m.text, *(Project.text(m) for m in modules)])
-        # a name imported is not yet a name used: the import lines are left out
-        used = re.sub(r"(?m)^\s*(from|import)\s[^\n]*(\([^)]*\))?", "", used)
+        used = without_imports("\n".join([self.m.text, *(Project.text(m) for m in modules)]))
         return not project.wrapped_by_importer and not any(
             self.syncs(module, used) for module in modules
         )
@@ -4178,19 +4188,12 @@ class NeverWrapped(Rule):
             return True  # a package's modules
         if not depth:
             return False
-        used += "\n" + re.sub(r"(?m)^\s*(from|import)\s[^\n]*(\([^)]*\))?", "", text)
-        for node in Project.imports_in(module):
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""] + [f"{node.module or ''}.{a.name}" for a in node.names]
-            else:
-                names = [a.name for a in node.names]
-            for name in names:
-                found = Project.resolve(
-                    module.resolve(), name.strip("."), getattr(node, "level", 0)
-                )
-                if found is not None and found != module and self.syncs(found, used, depth - 1):
-                    return True
-        return False
+        used += "\n" + without_imports(text)
+        return any(
+            self.syncs(found, used, depth - 1)
+            for found in Project.imports_of(module)
+            if found != module
+        )
 
     def trains(self):
         """A backward and an optimizer step here, or in a function of the project this module calls (Pangu's
@@ -5664,7 +5667,7 @@ class TrimmedEvalSampler(CallRule):
             return
         dataset = call.args[0] if call.args else keyword(call, "dataset")
         said = ast.unparse(dataset) if dataset is not None else ""
-        if not said or not EVAL_WORDS.search(said) or re.search(r"train", said, re.I):
+        if not names_eval_only(said):
             return
         self.add(call, fixable=False)
 
@@ -7677,19 +7680,28 @@ class Project:
             return True
         if not depth:
             return False
-        for node in ast.walk(Project.tree(module_path)):
+        return any(
+            Project.says(found, pattern, depth - 1) for found in Project.imports_of(module_path)
+        )
+
+    @staticmethod
+    @functools.cache
+    def imports_of(module_path):
+        """The project modules a module imports, by any of its import statements (`from pkg import mod` and
+        `from pkg.mod import f` both reach pkg/mod.py), in the order they appear."""
+        found = []
+        for node in Project.imports_in(module_path):
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""] + [f"{node.module or ''}.{a.name}" for a in node.names]
-                level = node.level
-            elif isinstance(node, ast.Import):
-                names, level = [a.name for a in node.names], 0
             else:
-                continue
+                names = [a.name for a in node.names]
             for name in names:
-                found = Project.resolve(module_path.resolve(), name.strip("."), level)
-                if found is not None and Project.says(found, pattern, depth - 1):
-                    return True
-        return False
+                module = Project.resolve(
+                    module_path.resolve(), name.strip("."), getattr(node, "level", 0)
+                )
+                if module is not None:
+                    found.append(module)
+        return tuple(found)
 
     @staticmethod
     @functools.cache  # a directory's files are read once per run, whichever of them is checked
