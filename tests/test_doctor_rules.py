@@ -930,6 +930,16 @@ PAIRS = {
         DDP_HEAD + "sampler = {'train': DistributedSampler(train_set)}\n"
         "for epoch in range(3):\n    sampler['train'].set_epoch(epoch)\n" + DDP_TAIL,
     ),
+    # -- corpus 27 (seen): every rank creating the same memmap anew ------------------------------------------
+    "a memmap every rank opens with mode='w+'": (
+        "DDL107",
+        DDP_HEAD + "from numpy.lib.format import open_memmap\n"
+        "pairs = open_memmap('pairs.npy', dtype='int', mode='w+', shape=(8, 2))\n" + DDP_TAIL,
+        DDP_HEAD + "import numpy as np\nfrom numpy.lib.format import open_memmap\n"
+        "pairs = open_memmap('pairs.npy', dtype='int', mode='r')\n"
+        "if dist.get_rank() == 0:\n    mine = np.memmap('pairs.bin', 'int32', 'w+', shape=(8,))\n"
+        + DDP_TAIL,
+    ),
     # -- from reading corpus 5 (31 public files, 18 repositories) -------------------------------------------
     "`distributed = local_rank >= 0` is not a rank pick; a ddp_sync helper is no_sync": (
         "DDL108",
@@ -3957,3 +3967,50 @@ def test_one_accumulation_is_one_finding_at_its_first_step():
     )
     found = [(f.line, f.code) for f in doctor.check_source(script) if f.code == "DDL119"]
     assert found == [(11, "DDL119")], found
+
+
+def test_a_collective_behind_a_helper_of_the_same_module_under_a_rank_check():
+    """DDL108, corpus 27 (seen): the WaveNet ASR's `reduce_tensor` (a function of the script that all-reduces)
+    called under `if local_rank == 0`: rank 0 waits alone in the all-reduce. Called on every rank, or on each
+    side of the check, it is a collective every rank takes."""
+    script = (
+        DDP_HEAD + "def reduce_tensor(t):\n    rt = t.clone()\n    dist.all_reduce(rt)\n"
+        "    return rt / dist.get_world_size()\n{body}" + DDP_TAIL
+    )
+    under = "if args.local_rank == 0:\n    print(reduce_tensor(loss))\n"
+    every = "loss = reduce_tensor(loss)\nif args.local_rank == 0:\n    print(loss)\n"
+    both = (
+        "if args.local_rank == 0:\n    print(reduce_tensor(loss))\nelse:\n    reduce_tensor(loss)\n"
+    )
+    assert "DDL108" in codes_of(script, body=under)
+    assert "DDL108" not in codes_of(script, body=every)
+    assert "DDL108" not in codes_of(script, body=both)
+
+
+def test_a_method_of_a_scripts_own_class_that_nothing_calls_makes_no_mistake(tmp_path):
+    """Corpus 27 (seen): MTTOD's runner has training methods that nothing calls (`_train_epoch`, and
+    `train_epoch_fs`, called only from `train_fs`, which nothing calls): their lines never run. A method the
+    script calls, one another file names, one of a class with a framework's base (whose hooks it calls by name),
+    and a decorated one are still checked."""
+    script = (
+        "import torch\n\nclass Runner{base}:\n    def train(self):\n        self.step()\n\n"
+        "    def step(self):\n        pass\n\n    def train_fs(self):\n        self.epoch_fs()\n\n"
+        "{decorator}    def epoch_fs(self):\n"
+        "        state = torch.load('ckpt.pt', weights_only=False)\n\n"
+        "if __name__ == '__main__':\n    Runner().train()\n"
+    )
+    plain = {"base": "", "decorator": ""}
+    cases = [
+        ({}, plain, []),  # train_fs and epoch_fs never run
+        ({}, {**plain, "base": "(object)"}, []),
+        ({"tools.py": "def go(runner):\n    runner.train_fs()\n"}, plain, ["DDL109"]),
+        ({}, {**plain, "base": "(pl.LightningModule)"}, ["DDL109"]),
+        ({}, {**plain, "decorator": "    @torch.no_grad()\n"}, ["DDL109"]),
+    ]
+    for i, (others, fields, expected) in enumerate(cases):
+        files = {".git/HEAD": "", "train.py": script.format(**fields), **others}
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert found == expected, (i, found)
+    called = script.format(**plain).replace("Runner().train()", "Runner().train_fs()")
+    found = check_in_project(tmp_path / "called", {".git/HEAD": "", "train.py": called}, "train.py")
+    assert found == ["DDL109"], found

@@ -85,6 +85,8 @@ RANK_WORDS = (
     "world_process_zero",  # transformers' Trainer: self.is_world_process_zero()
 )
 WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel", "FSDP"}
+# what a test asks of the file system (`os.path.exists(p)`, `path.is_file()`): the same answer on every rank
+PATH_TESTS = {"exists", "isfile", "isdir", "is_file", "is_dir", "lexists"}
 # calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
 LAUNCHERS = ("spawn", "start_processes", "Process")
 # mistakes of a distributed run's data, writes and evaluation: none where only a one-process run goes
@@ -790,6 +792,12 @@ def mentions_rank(test):
         return False
     if isinstance(test, ast.BoolOp):
         return any(mentions_rank(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return mentions_rank(test.operand)
+    if isinstance(test, ast.Call) and last(dotted(test.func)) in PATH_TESTS:
+        # `rank0_checkpoint_path.exists()`: a file every rank sees alike, whatever its name says (AudioCraft's
+        # solver, corpus 27, seen)
+        return False
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -1102,6 +1110,16 @@ class Checker:
         if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
             given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
             return next((value for value in given if value is not None), None)
+        if name in MEMMAPS and call.args:
+            # a memmap opened "w+" creates the file anew: every rank truncating and filling the same one
+            # (self-rewarding-lm's generated preference pairs, corpus 27, seen); "r+" and "r" open what exists
+            position = (
+                2 if last(name) == "memmap" else 1
+            )  # np.memmap(path, dtype, mode), open_memmap(path, mode)
+            mode = (call.args[position : position + 1] or [keyword(call, "mode")])[0]
+            if isinstance(mode, ast.Constant) and mode.value == "w+":
+                path = call.args[0]
+                return None if self.parameter_path(call, path) else path
         if name.startswith("shutil.copy") and keyword(call, "dst") is not None:
             path = keyword(call, "dst")  # copyfile(src=best, dst=exp_dir / "best-stage1.pt")
             return None if self.parameter_path(call, path) else path
@@ -2729,6 +2747,9 @@ class CollectiveUnderRankCheck(CallRule):
 
     def begin(self):
         self.under_checks = []  # (node, condition, polarity, callee)
+        self.own_helpers = Project.collective_functions(
+            f for f in self.m.tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
         return True
 
     def end(self):
@@ -2756,6 +2777,12 @@ class CollectiveUnderRankCheck(CallRule):
                 self.under_checks.append((call, *check, callee))
         elif name in self.m.project.collective_helpers and self.rank_check(call) is not None:
             self.add(call)  # a function of another module of the project that runs a collective
+        elif name in self.own_helpers:
+            # a function of this module that runs one (the WaveNet ASR's `reduce_tensor` under `if
+            # local_rank == 0`), paired as its collective would be: by a call on the other side
+            check = self.rank_check(call)
+            if check is not None:
+                self.under_checks.append((call, *check, name))
         else:
             return
         if (
@@ -4746,6 +4773,8 @@ FILE_WRITERS = {
     "shutil.copy": 1,
     "shutil.copy2": 1,
 }
+# memory-mapped arrays, which mode="w+" creates anew (DDL107)
+MEMMAPS = {"np.memmap", "numpy.memmap", "numpy.lib.format.open_memmap", "np.lib.format.open_memmap"}
 # serializers that write into a file handle, their second argument (DDL107)
 SETTINGS = re.compile(
     r"(vars\()?(self\.)?(args|opt|opts|hyp|hyps|cfg|config|conf|hparams|hps|options|settings)\)?",
@@ -7229,6 +7258,17 @@ class Project:
 
     @staticmethod
     @functools.cache
+    def words_elsewhere(root, here):
+        """Every word of a repository's Python files, pages and shell scripts but the module `here`."""
+        return frozenset(
+            word
+            for page in Project.pages(root, REPOSITORY_TEXTS)
+            if page.resolve() != here
+            for word in re.findall(r"\w+", Project.text(page))
+        )
+
+    @staticmethod
+    @functools.cache
     def config_values(root, key):
         """The values a repository's YAML files give `key` (`lr_scheduler: "constant"` -> {"constant"})."""
         if root is None:
@@ -7611,8 +7651,13 @@ class Project:
         """The top-level functions of a module that run a collective themselves on every call: a
         `dist.broadcast(...)` or `MPI.COMM_WORLD.bcast(...)` (an attribute call: a function of the module named
         `gather` is not one) that no `if` inside the function decides on, or one in each branch of an if/else."""
+        return Project.collective_functions(Project.functions_of(module_path))
+
+    @staticmethod
+    def collective_functions(functions):
+        """The names of those of `functions` that run a collective on every call (collectives_in)."""
         found = set()
-        for function in Project.functions_of(module_path):
+        for function in functions:
             pending = [(statement, False) for statement in function.body]
             while pending:
                 node, conditional = pending.pop()
@@ -7971,6 +8016,10 @@ def switched_off(tree):
     return blocks
 
 
+# the files of a repository that may name a module's functions: its code, notebooks, configs, scripts and pages
+REPOSITORY_TEXTS = (".py", ".ipynb", ".yaml", ".yml", ".json", ".toml", ".cfg", ".sh", ".md")
+
+
 def dead_functions(tree, path, root):
     """The top-level functions of a script (a module with an `if __name__ == "__main__":` block), or of a module
     other files of its repository import, that never run, as name -> (first line, last line): nothing in the
@@ -7982,10 +8031,9 @@ def dead_functions(tree, path, root):
     if root is None:
         return {}
     stem = Path(path).stem
-    suffixes = (".py", ".ipynb", ".yaml", ".yml", ".json", ".toml", ".cfg", ".sh", ".md")
     importers = [
         Project.text(page)
-        for page in Project.pages(root, suffixes)
+        for page in Project.pages(root, REPOSITORY_TEXTS)
         if page.resolve() != Path(path).resolve()
         and re.search(rf"\b{re.escape(stem)}\b", Project.text(page))
     ]
@@ -8000,9 +8048,19 @@ def dead_functions(tree, path, root):
         for s in tree.body
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list
     }
-    mentions = {name: set() for name in functions}  # name -> the top-level functions that name it
+    methods = plain_methods(tree, path, root)  # "Class.name" -> the method
+    words = {key: key.rsplit(".", 1)[-1] for key in [*functions, *methods]}
+    mentions = {word: set() for word in words.values()}  # a word -> the candidates that name it
+    parts = []  # (statement, the candidate it belongs to, or None)
     for statement in tree.body:
-        owner = getattr(statement, "name", None) if statement in functions.values() else None
+        if isinstance(statement, ast.ClassDef):
+            for inner in statement.body:
+                key = f"{statement.name}.{getattr(inner, 'name', '')}"
+                parts.append((inner, key if key in methods else None))
+            parts += [(n, None) for n in [*statement.bases, *statement.decorator_list]]
+        else:
+            parts.append((statement, statement.name if statement in functions.values() else None))
+    for statement, owner in parts:
         for n in ast.walk(statement):
             if isinstance(n, ast.Call) and last(dotted(n.func)) in ("Fire", "globals", "locals"):
                 return {}
@@ -8015,7 +8073,7 @@ def dead_functions(tree, path, root):
                 if isinstance(n, ast.Constant) and isinstance(n.value, str)
                 else None
             )
-            if word in mentions and word != owner:
+            if word in mentions and (owner is None or word != words[owner]):
                 mentions[word].add(owner)
 
     def imported(
@@ -8023,14 +8081,49 @@ def dead_functions(tree, path, root):
     ):  # any file that names the module and the function (`import pkg.train as t; t.f()`)
         return any(re.search(rf"\b{re.escape(name)}\b", text) for text in importers)
 
+    elsewhere = Project.words_elsewhere(root, Path(path).resolve()) if methods else frozenset()
     dead, changed = set(), True
     while changed:
         changed = False
-        for name in functions:
-            if name not in dead and mentions[name] <= dead and not imported(name):
-                dead.add(name)
-                changed = True
-    return {name: (functions[name].lineno, functions[name].end_lineno) for name in dead}
+        for key, word in words.items():
+            if key in dead or not mentions[word] <= dead:
+                continue
+            if word in elsewhere if key in methods else imported(word):
+                continue
+            dead.add(key)
+            changed = True
+    nodes = {**functions, **methods}
+    return {key: (nodes[key].lineno, nodes[key].end_lineno) for key in dead}
+
+
+def plain_methods(tree, path, root):
+    """The methods of a module's own classes that only the module's code calls, as "Class.name" -> the method:
+    not decorated, not a dunder, in a class whose bases are this module's classes of the same kind (or none,
+    object, ABC), so that no framework calls them by name (nn.Module's forward, Lightning's hooks). MTTOD's
+    runner methods nothing calls (corpus 27, seen). None when the repository is too large to read whole (a
+    file past Project.pages' 400 could call them)."""
+    if len(Project.pages(root, REPOSITORY_TEXTS)) >= 400:
+        return {}
+    classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
+
+    def plain(name, seen=()):
+        node = classes.get(name)
+        if node is None or name in seen or node.decorator_list:
+            return False
+        return all(
+            dotted(b) in ("object", "ABC", "abc.ABC") or plain(dotted(b), (*seen, name))
+            for b in node.bases
+        )
+
+    own = {name for name in classes if plain(name)}
+    return {
+        f"{name}.{m.name}": m
+        for name in own
+        for m in classes[name].body
+        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not m.decorator_list
+        and not (m.name.startswith("__") and m.name.endswith("__"))
+    }
 
 
 def explain(code):
