@@ -496,6 +496,17 @@ CASES = {
         "rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()\n"
         "test_loader = DataLoader(Subset(test_set, range(rank, len(test_set), world_size)))\n",
     ),
+    "DDL162": (
+        "import lightning as L\nclass Net(L.LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        self.log('val_loss', self.loss(batch), on_epoch=True)\n"
+        "trainer = L.Trainer(devices=4, strategy='ddp')\n",
+        "import lightning as L\nclass Net(L.LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        self.log('val_loss', self.loss(batch), on_epoch=True, sync_dist=True)\n"
+        "        self.log('val_acc', self.val_acc)\n"
+        "trainer = L.Trainer(devices=4, strategy='ddp')\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -4014,3 +4014,45 @@ def test_a_method_of_a_scripts_own_class_that_nothing_calls_makes_no_mistake(tmp
     called = script.format(**plain).replace("Runner().train()", "Runner().train_fs()")
     found = check_in_project(tmp_path / "called", {".git/HEAD": "", "train.py": called}, "train.py")
     assert found == ["DDL109"], found
+
+
+def test_a_lightning_validation_metric_logged_without_sync_dist(tmp_path):
+    """DDL162, corpus 27 (seen): OpenSTL's `self.log('val_loss', loss, on_epoch=True)` in validation_step, in a
+    repository whose experiment runs Lightning's "ddp" strategy from another module: each rank's shard's mean,
+    which each rank's ModelCheckpoint reads. Quiet where the repository names no multi-process strategy (DDPM's
+    name is not one), where the Trainer leaves the evaluation unsharded, for a per-step value, and outside an
+    evaluation method."""
+    method = (
+        "import pytorch_lightning as pl\nclass Base(pl.LightningModule):\n"
+        "    def {name}(self, batch, batch_idx):\n        loss = self.criterion(self(batch), batch)\n"
+        "        self.log('{key}', loss{extra})\n        return loss\n"
+    )
+    experiment = (
+        "import pytorch_lightning as pl\ndef run(strategy='{strategy}'):\n    pl.Trainer({kw})\n"
+    )
+    cases = [
+        ({}, {"strategy": "ddp", "kw": "strategy=strategy"}, True),
+        ({}, {"strategy": "auto", "kw": "strategy=strategy"}, False),  # one process
+        ({"name": "training_step", "key": "train_loss"}, {"strategy": "ddp", "kw": ""}, False),
+        ({"extra": ", sync_dist=True"}, {"strategy": "ddp", "kw": ""}, False),
+        ({"extra": ", on_step=True, on_epoch=False"}, {"strategy": "ddp", "kw": ""}, False),
+        (
+            {},
+            {
+                "strategy": "ddp",
+                "kw": f"strategy=strategy, use_distributed_sampler={False}",
+            },
+            False,
+        ),
+    ]
+    for i, (fields, run, expected) in enumerate(cases):
+        fields = {"name": "validation_step", "key": "val_loss", "extra": "", **fields}
+        files = {
+            ".git/HEAD": "",
+            "pkg/__init__.py": "",
+            "pkg/methods.py": method.format(**fields),
+            "pkg/exp.py": experiment.format(**run),
+            "README.md": "A DDPM trained with Lightning.\n",
+        }
+        found = check_in_project(tmp_path / str(i), files, "pkg/methods.py")
+        assert ("DDL162" in found) == expected, (i, found)

@@ -467,6 +467,17 @@ RULES = {
         "samples are never evaluated, so the reported metric is not the whole set's, and which samples are left "
         "out changes with the number of processes (and with the seed when shuffle=True).",
     ),
+    "DDL162": (
+        "a validation metric a LightningModule logs per epoch without sync_dist=True, in a project that trains "
+        "with DDP",
+        "self.log(name, value, sync_dist=True), or log a torchmetrics Metric object, which reduces itself",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "Lightning gives each process its own shard of the validation set, and self.log's epoch mean is taken on "
+        "each process alone unless sync_dist=True: the logged val_loss is rank 0's shard's, and a "
+        "ModelCheckpoint or EarlyStopping that monitors it decides on each rank's own number (Lightning warns "
+        "of it at run time: 'It is recommended to use sync_dist=True when logging on epoch level in distributed "
+        "setting').",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -724,7 +735,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160"})
+UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL162"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -5701,6 +5712,64 @@ class TrimmedEvalSampler(CallRule):
         self.add(call, fixable=False)
 
 
+class LightningEvalLogUnsynced(Rule):
+    """DDL162: `self.log("val_loss", loss)` (or `self.log_dict({...})`) in an evaluation method of a
+    LightningModule (validation_step, on_validation_epoch_end, a `_shared_eval` helper: its name says eval,
+    val or test), at epoch level (the default there), without sync_dist=True, in a repository that trains with
+    DDP, FSDP or DeepSpeed (a strategy its code, configs or pages name). A torchmetrics Metric object logged
+    itself (`self.log("val_acc", self.val_acc)`) reduces itself and is left alone; so is a Trainer told not to
+    shard the evaluation (use_distributed_sampler=False). One finding a method: the fix is the same keyword on
+    each call. OpenSTL's val_loss, which picks each rank's best checkpoint (corpus 27, seen)."""
+
+    code = "DDL162"
+    HOOKS = ("log", "log_dict")
+
+    def begin(self):
+        if not any(
+            isinstance(n, ast.ClassDef)
+            and any(last(dotted(b)) == "LightningModule" for b in n.bases)
+            for n in self.m.nodes
+        ):
+            return False
+        said = Project.strategies(self.m.root) if self.m.root is not None else set()
+        said |= strategies_in(self.m.text)
+        # an evaluation the Trainer is told not to shard may run whole on every rank
+        return "sampler" not in said and bool(said)
+
+    def visit_ClassDef(self, node):
+        if not any(last(dotted(b)) == "LightningModule" for b in node.bases):
+            return
+        for method in node.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and EVAL_WORDS.search(
+                method.name
+            ):
+                self.report_first([c for c in ast.walk(method) if self.unsynced(c)])
+
+    def unsynced(self, call):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and dotted(call.func.value) == "self"
+            and call.func.attr in self.HOOKS
+        ):
+            return False
+        on_epoch = keyword(call, "on_epoch")
+        if is_true(keyword(call, "sync_dist")) or (
+            isinstance(on_epoch, ast.Constant) and on_epoch.value is False
+        ):
+            return False  # reduced over the ranks, or a per-step value Lightning does not average
+        if call.func.attr == "log":
+            value = (call.args[1:2] or [keyword(call, "value")])[0]
+            values = [] if value is None else [value]
+        else:
+            given = (call.args[:1] or [keyword(call, "dictionary")])[0]
+            values = given.values if isinstance(given, ast.Dict) else []
+        # an attribute of the module (`self.val_acc`): a torchmetrics Metric, which syncs in compute()
+        return any(
+            not (isinstance(v, ast.Attribute) and dotted(v).startswith("self.")) for v in values
+        )
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -6755,6 +6824,7 @@ RULE_CLASSES = [
     WholeEvalOnEveryRank,
     NeverWrapped,
     TrimmedEvalSampler,
+    LightningEvalLogUnsynced,
 ]
 
 
@@ -7255,6 +7325,23 @@ class Project:
             if len(pages) > 400:
                 break
         return tuple(pages[:400])
+
+    @staticmethod
+    @functools.cache
+    def strategies(root):
+        """What a repository's code, configs, scripts and pages say of Lightning's distributed training, read in
+        up to 5,000 files (Project.pages stops at 400; OpenSTL has 495 Python files): "ddp", "fsdp" or
+        "deepspeed" where a strategy is named, "sampler" where the Trainer is told not to shard the evaluation."""
+        said, read = set(), 0
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = [
+                s for s in subfolders if not s.startswith(".") and s not in ("node_modules", "venv")
+            ]
+            for name in files:
+                if name.endswith(REPOSITORY_TEXTS) and read < 5000:
+                    read += 1
+                    said |= strategies_in(Project.text(Path(folder, name)))
+        return said
 
     @staticmethod
     @functools.cache
@@ -8014,6 +8101,22 @@ def switched_off(tree):
             if block:
                 blocks.append((block[0].lineno, block[-1].end_lineno))
     return blocks
+
+
+# a Lightning strategy that trains on several processes, or a Trainer told not to shard the evaluation (DDL162)
+DISTRIBUTED_STRATEGY = re.compile(
+    r"\b(ddp(?![mg])|fsdp|deepspeed)\w*"  # not DDPM's or DDPG's ddp
+    r"|trainer\([^)]*\b(?:use_distributed_|replace_)(sampler)(?:_ddp)?\s*=\s*false"
+    r"|^\s*(?:use_distributed_|replace_)(sampler)(?:_ddp)?\s*:\s*false",  # a Trainer's, or a config's
+    re.M,
+)
+
+
+def strategies_in(text):
+    """The DISTRIBUTED_STRATEGY words of a text: "ddp", "fsdp", "deepspeed", "sampler"."""
+    return {
+        group for match in DISTRIBUTED_STRATEGY.findall(text.lower()) for group in match if group
+    }
 
 
 # the files of a repository that may name a module's functions: its code, notebooks, configs, scripts and pages
