@@ -4056,3 +4056,30 @@ def test_a_lightning_validation_metric_logged_without_sync_dist(tmp_path):
         }
         found = check_in_project(tmp_path / str(i), files, "pkg/methods.py")
         assert ("DDL162" in found) == expected, (i, found)
+
+
+def test_a_sampler_handed_to_a_helper_that_only_builds_the_loader(tmp_path):
+    """DDL105, corpus 27 (seen): the fasterrcnn pipeline hands its training DistributedSampler to
+    `create_train_loader` of its datasets.py, which only builds the DataLoader; nothing sets the epoch. Handed
+    to a function that sets it (pytorch/examples' FSDP train()), or to one doctor cannot read, it is quiet."""
+    train = (
+        "import torch.distributed as dist\nfrom torch.utils.data import DistributedSampler\n"
+        "from {module} import {helper}\ndist.init_process_group('nccl')\n"
+        "sampler = DistributedSampler(train_dataset)\nloader = {helper}(train_dataset, 16, sampler)\n"
+        "for epoch in range(3):\n    train_one_epoch(model, loader)\ndist.destroy_process_group()\n"
+    )
+    helpers = (
+        "from torch.utils.data import DataLoader\n"
+        "def create_train_loader(dataset, batch_size, sampler=None):\n"
+        "    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)\n"
+        "def epoch_loader(dataset, batch_size, sampler=None):\n    sampler.set_epoch(0)\n"
+        "    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)\n"
+    )
+    for module, helper, expected in (
+        ("datasets", "create_train_loader", True),
+        ("datasets", "epoch_loader", False),
+        ("somewhere_else", "create_train_loader", False),
+    ):
+        files = {".git/HEAD": "", "datasets.py": helpers, "train.py": train.format(**locals())}
+        found = check_in_project(tmp_path / helper / module, files, "train.py")
+        assert ("DDL105" in found) == expected, (module, helper, found)

@@ -1420,9 +1420,20 @@ class Checker:
                 callee not in defined
                 and callee != "DataLoader"
                 and any(dotted(a) in names for a in passed if dotted(a))
+                and not self.builds_a_loader_only(dotted(call.func))
             ):
                 return False
         return True
+
+    def builds_a_loader_only(self, name):
+        """A function of another module of the project, read, that never sets an epoch: the fasterrcnn
+        pipeline's `create_train_loader(dataset, ..., batch_sampler=train_sampler)`, which only builds the
+        DataLoader (corpus 27, seen)."""
+        module_path, function = self.project.defined.get(name, (None, None))
+        if module_path is None:
+            return False
+        source = Project.source_of(module_path, function)
+        return bool(source) and "set_epoch" not in source and "DataLoader(" in source
 
     def add(self, node, code, fixable=True, via=None):
         if code == "DDL102" and self.old_api_fallback(node):
