@@ -4083,3 +4083,23 @@ def test_a_sampler_handed_to_a_helper_that_only_builds_the_loader(tmp_path):
         files = {".git/HEAD": "", "datasets.py": helpers, "train.py": train.format(**locals())}
         found = check_in_project(tmp_path / helper / module, files, "train.py")
         assert ("DDL105" in found) == expected, (module, helper, found)
+
+
+def test_micro_steps_in_contexts_a_function_makes_from_the_model():
+    """DDL119, corpus 27 (seen): self-rewarding-lm runs each micro-step in `with forward_context():`, the
+    contexts yielded by `model_forward_contexts(accelerator, model, steps)` from an installed package of its
+    author's (no_sync for all but the last), which doctor cannot read. Contexts made from something else, or a
+    loop that never enters them, are still an accumulation without no_sync."""
+    script = (
+        ACCELERATE_HEAD + "from helpers import contexts\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "while True:\n    for ctx in contexts({given}, 4):\n        with {entered}:\n"
+        "            accelerator.backward(model(next(loader)).mean())\n    optimizer.step()\n"
+    )
+    for given, entered, expected in (
+        ("accelerator, model", "ctx()", []),
+        ("accelerator, model", "torch.no_grad()", ["DDL119"]),
+        ("loader", "ctx()", ["DDL119"]),
+    ):
+        found = codes_of(script, given=given, entered=entered)
+        assert [c for c in found if c == "DDL119"] == expected, (given, entered, found)

@@ -4699,8 +4699,39 @@ class AccumulationWithoutNoSync(Rule):
             and backward_in(node.body)
             and not steps_in(node.body)
             and steps_in(after)
+            and not self.contexts_made_from_the_model(node)
         ):
             self.add(node)  # for micro in chunks: loss.backward() ... then optimizer.step()
+
+    @staticmethod
+    def contexts_made_from_the_model(loop):
+        """`for context in model_forward_contexts(accelerator, model, steps): with context(): ...`: each
+        micro-step runs in a context a function made from the model, which doctor cannot read (an installed
+        package's, as self-rewarding-lm's; corpus 27, seen) and which is no_sync but for the last one."""
+        given = (
+            [*loop.iter.args, *(k.value for k in loop.iter.keywords)]
+            if isinstance(loop.iter, ast.Call)
+            else []
+        )
+        if not any(
+            MODEL_NAMES.search(last(dotted(a)) or "-") or "accelerator" in dotted(a) for a in given
+        ):
+            return False
+        target = dotted(loop.target)
+        return any(
+            isinstance(n, (ast.With, ast.AsyncWith))
+            and any(
+                dotted(
+                    item.context_expr.func
+                    if isinstance(item.context_expr, ast.Call)
+                    else item.context_expr
+                )
+                == target
+                for item in n.items
+            )
+            for s in loop.body
+            for n in ast.walk(s)
+        )
 
 
 def siblings(checker, statement):
