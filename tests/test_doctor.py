@@ -507,6 +507,16 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL163": (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "torch.distributed.init_process_group('nccl')\nmodel = DDP(net)\n"
+        "def save(path):\n    torch.save(model.module.state_dict(), path)\n"
+        "def load(path):\n    model.load_state_dict(torch.load(path, map_location='cpu'))\n",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "torch.distributed.init_process_group('nccl')\nmodel = DDP(net)\n"
+        "def save(path):\n    torch.save(model.module.state_dict(), path)\n"
+        "def load(path):\n    model.module.load_state_dict(torch.load(path, map_location='cpu'))\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

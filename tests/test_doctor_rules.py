@@ -4103,3 +4103,40 @@ def test_micro_steps_in_contexts_a_function_makes_from_the_model():
     ):
         found = codes_of(script, given=given, entered=entered)
         assert [c for c in found if c == "DDL119"] == expected, (given, entered, found)
+
+
+def test_a_checkpoint_of_the_unwrapped_model_loaded_into_the_wrapper():
+    """DDL163, corpus 27 (seen): MeshGPT's trainer saves `self.unwrapped_model.state_dict()` (a property that
+    unwraps) and loads the file into the prepared `self.model`: under several processes the wrapper's keys
+    start with `module.` and the load fails. Quiet where the load goes into the unwrapped model, where the
+    wrapper's own state dict is saved too (the keys then match one of the two), and for a load before the wrap."""
+    trainer = (
+        ACCELERATE_HEAD + "class Trainer:\n    def __init__(self, model, optimizer):\n"
+        "{before}        self.model, self.optimizer = accelerator.prepare(model, optimizer)\n"
+        "    @property\n    def unwrapped_model(self):\n"
+        "        return accelerator.unwrap_model(self.model)\n"
+        "    def save(self, path):\n        pkg = dict(model={saved}.state_dict())\n"
+        "        torch.save(pkg, path)\n"
+        "    def load(self, path):\n        pkg = torch.load(path, weights_only=True)\n"
+        "        {loaded}.load_state_dict(pkg['model'])\n"
+    )
+    plain = {"before": "", "saved": "self.unwrapped_model", "loaded": "self.model"}
+    for fields, expected in (
+        (plain, ["DDL163"]),
+        ({**plain, "loaded": "self.unwrapped_model"}, []),
+        ({**plain, "saved": "self.model"}, []),
+    ):
+        found = codes_of(trainer, **fields)
+        assert [c for c in found if c == "DDL163"] == expected, (fields, found)
+    early = (
+        DDP_HEAD
+        + "def main(path):\n    model = Net()\n    model.load_state_dict(torch.load(path))\n"
+        "    model = DDP(model)\n    torch.save(model.module.state_dict(), path)\n" + DDP_TAIL
+    )
+    assert "DDL163" not in codes_of(early)
+    rebound = (  # the migrated quickstart: the plain network made again, then its file loaded back
+        DDP_HEAD + "model = DDP(Net())\ntorch.save(model.module.state_dict(), 'm.pt')\n"
+        "model = Net()\nmodel.load_state_dict(torch.load('m.pt'))\n" + DDP_TAIL
+    )
+    assert "DDL163" not in codes_of(rebound)
+    assert "DDL163" in codes_of(rebound.replace("model = Net()\n", ""))

@@ -478,6 +478,16 @@ RULES = {
         "of it at run time: 'It is recommended to use sync_dist=True when logging on epoch level in distributed "
         "setting').",
     ),
+    "DDL163": (
+        "a state dict loaded into the DDP / prepared wrapper in a module that saves the unwrapped model's",
+        "load into what was saved: model.module.load_state_dict(...) (DDP) or "
+        "accelerator.unwrap_model(model).load_state_dict(...)",
+        "11-save-from-rank-0-without-the-module-prefix",
+        "The wrapper's parameters are named 'module.<name>'; the checkpoint this module saves from the "
+        "unwrapped model (.module, unwrap_model) has no prefix, so the wrapper's load_state_dict fails with "
+        "missing and unexpected keys (with strict=False it loads nothing) as soon as a run resumes on more than "
+        "one process. One process hides it: prepare() wraps nothing there.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -735,7 +745,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL162"})
+UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL162", "DDL163"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -2506,6 +2516,93 @@ class WrappedStateDict(CallRule):
             and re.search(r"DistributedDataParallel|DDP|DataParallel|prepare", ast.unparse(n.value))
         ]
         return bool(lines) and min(lines) > call.lineno
+
+
+class LoadIntoWrapper(CallRule):
+    """DDL163: `model.load_state_dict(...)` on a DDP-wrapped or accelerate-prepared model in a module whose
+    saves take the unwrapped model's state dict (`model.module.state_dict()`, `unwrap_model(model)`, a name or
+    property made from them) and never the wrapper's own: the keys differ by the `module.` prefix. MeshGPT's
+    trainer saves `self.unwrapped_model.state_dict()` and loads into the prepared `self.model` (corpus 27, seen).
+    Not a load made before the wrap in the same function, not an FSDP model's, not where no process group runs."""
+
+    code = "DDL163"
+
+    def begin(self):
+        wrappers = self.m.wrapped - self.m.fsdp_wrapped
+        if not wrappers:
+            return False
+        saved = [  # the owners of the state dicts a function that saves takes
+            dotted(n.func.value)
+            for function in [self.m.tree, *self.m.nodes]
+            if isinstance(function, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))
+            if self.saves(function)
+            for n in self.own_nodes(function)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "state_dict"
+        ]
+        self.unwrapped_saves = [o for o in saved if UNWRAPPED.search(o)]
+        return bool(self.unwrapped_saves) and not any(o in wrappers for o in saved)
+
+    def own_nodes(self, function):
+        """The nodes of a function (or of the module's own code), not of the functions inside it."""
+        pending = list(function.body)
+        while pending:
+            node = pending.pop()
+            yield node
+            if not isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+            ):
+                pending.extend(ast.iter_child_nodes(node))
+
+    def saves(self, function):
+        return any(
+            isinstance(n, ast.Call)
+            and (
+                dotted(n.func) in ("torch.save", "safetensors.torch.save_file")
+                or dotted(n.func).endswith(".save")
+            )
+            for n in self.own_nodes(function)
+        )
+
+    def check(self, call, name, callee):
+        if callee != "load_state_dict" or not isinstance(call.func, ast.Attribute):
+            return
+        owner = dotted(call.func.value)
+        if owner not in self.m.wrapped or owner in self.m.fsdp_wrapped:
+            return
+        if self.m.never_distributed(call) or not self.wrapped_at(call, owner):
+            return
+        self.add(call, fixable=False)
+
+    def wrapped_at(self, call, owner):
+        """Whether `owner` is the wrapper where it loads: its last binding before the load in the load's
+        function (or module) is the wrap, or it has none there (an attribute or a global wrapped elsewhere). Not
+        a model bound again to the plain network first (the migrated quickstart's `model = NeuralNetwork()`
+        before it loads its file back) nor one wrapped only after the load."""
+        scope = self.function_of(call) or self.m.tree
+        bindings = sorted(
+            (
+                n.lineno,
+                bool(
+                    re.search(
+                        r"DistributedDataParallel|DDP|DataParallel|prepare", ast.unparse(n.value)
+                    )
+                ),
+            )
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Assign)
+            and any(owner in {dotted(t), *map(dotted, getattr(t, "elts", []))} for t in n.targets)
+        )
+        before = [wraps for line, wraps in bindings if line < call.lineno]
+        if before:
+            return before[-1]
+        return not bindings  # bound only after the load: not wrapped yet
+
+
+# the owner of a state_dict() that is the inner model: `model.module`, `unwrap_model(model)`, `unwrapped_model`,
+# `model_without_ddp` (DDL163)
+UNWRAPPED = re.compile(r"\.module$|unwrap|without_ddp|_no_ddp")
 
 
 def fsdp_before(checker, node, owner):
@@ -6867,6 +6964,7 @@ RULE_CLASSES = [
     NeverWrapped,
     TrimmedEvalSampler,
     LightningEvalLogUnsynced,
+    LoadIntoWrapper,
 ]
 
 
