@@ -4140,3 +4140,50 @@ def test_a_checkpoint_of_the_unwrapped_model_loaded_into_the_wrapper():
     )
     assert "DDL163" not in codes_of(rebound)
     assert "DDL163" in codes_of(rebound.replace("model = Net()\n", ""))
+
+
+def test_a_file_named_by_the_runs_counters_is_one_file_for_every_rank():
+    """DDL107, corpus 28: ChartReformer writes `output_dir/train_state.json` on every rank, with `output_dir =
+    f"step_{completed_steps}"` bound in its training loop and `f"epoch_{epoch}"` in its epoch loop: the same name
+    on every rank, not one file per item of the rank's own data. A name made from the batch (an item of this
+    rank's shard) or from a range of the rank's own items is still each rank's own."""
+    script = (
+        ACCELERATE_HEAD + "import json\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "{loop}\n    {name}\n    with open(out + '/state.json', 'w') as f:\n        json.dump(state, f)\n"
+    )
+    for loop, name, expected in (
+        ("for step, batch in enumerate(loader):", "out = f'step_{completed}'", True),
+        ("for epoch in range(epochs):", "out = f'epoch_{epoch}'", True),
+        ("for step, batch in enumerate(loader):", "out = batch['name']", False),
+        (
+            "for i in range(accelerator.process_index, n, accelerator.num_processes):",
+            "out = f'item_{i}'",
+            False,
+        ),
+    ):
+        found = codes_of(script, loop=loop, name=name)
+        assert ("DDL107" in found) == expected, (loop, name, found)
+
+
+def test_one_writer_a_node_is_the_jobs_one_writer_where_the_repository_runs_on_one_machine(
+    tmp_path,
+):
+    """DDL107, corpora 25, 27 and 28: `if local_rank == 0: torch.save(...)` in a repository whose every launch is
+    one machine's (`torchrun --nproc_per_node=4`: the RSNA solution's run scripts) writes once; the judges
+    counted it false. Where a page names several nodes (`--nnodes=2`), the node's first process on each of them
+    writes the same file."""
+    train = (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+        "model = DDP(net)\nif local_rank == 0:\n    torch.save(model.module.state_dict(), 'best.pth')\n"
+        "dist.destroy_process_group()\n"
+    )
+    for launch, expected in (
+        ("torchrun --nproc_per_node=4 train.py\n", False),
+        ("torchrun --nnodes=2 --nproc_per_node=4 train.py\n", True),
+    ):
+        files = {".git/HEAD": "", "run.sh": launch, "train.py": train}
+        found = check_in_project(tmp_path / str(expected), files, "train.py")
+        assert ("DDL107" in found) == expected, (launch, found)

@@ -1275,8 +1275,9 @@ class Checker:
     def single_node(self):
         """The repository launches this work on one machine only: its pages and shell scripts give distributed
         launches, and none names several nodes (Project.single_node). A global rank is then a local one (DEIM's
-        `torchrun --nproc_per_node=4`, corpus 17, seen). Not asked of a one-writer-a-node guard: the judges of
-        corpora 11-16 counted those true wherever the code can run on several nodes."""
+        `torchrun --nproc_per_node=4`, corpus 17, seen), and a one-writer-a-node guard the job's one writer: the
+        judges of corpora 11-16 counted such writes true wherever the code could run on several nodes, those of
+        corpora 25, 27 and 28 false where the repository runs on one machine, as it says."""
         return self.root is not None and Project.single_node(self.root)
 
     @functools.cached_property
@@ -1500,7 +1501,10 @@ class Checker:
                     for n in ast.walk(parent.test)
                     if isinstance(n, (ast.Name, ast.Attribute))
                 )
-                return per_node_too or not one_a_node or self.local_is_global
+                # one writer a node is the job's one writer where the repository launches on one machine only
+                # (its judges on corpora 25, 27 and 28 counted those writes false: MMAudio's `torchrun
+                # --standalone`, the RSNA solution's run scripts)
+                return per_node_too or not one_a_node or self.local_is_global or self.single_node
             if (
                 isinstance(parent, ast.If)
                 and "__main__" in ast.unparse(parent.test)
@@ -2817,6 +2821,12 @@ class WriteOnEveryRank(CallRule):
         "vae"), (ema, "ema")):`, or over a name bound only to such tuples (muse-maskgit's vaes_to_evaluate)."""
         if not isinstance(loop, ast.For):
             return False
+        if (
+            isinstance(loop.iter, ast.Call)
+            and dotted(loop.iter.func) == "range"
+            and not PER_RANK.search(ast.unparse(loop.iter))
+        ):  # `for epoch in range(start, epochs)`: the same epochs on every rank (ChartReformer, corpus 28);
+            return True  # not `range(rank, n, world_size)`, each rank's own
 
         own = loop.iter.id if isinstance(loop.iter, ast.Name) else None
 
@@ -2844,16 +2854,51 @@ class WriteOnEveryRank(CallRule):
             if self.fixed_items(parent):
                 continue  # every rank writes the same files for them
             if isinstance(parent, (ast.For, ast.While)):
-                bound = {
-                    n.id
-                    for part in [getattr(parent, "target", None), *parent.body]
-                    if part is not None
-                    for n in ast.walk(part)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                }
-                if used & bound:
+                if used & self.bound_per_item(parent):
                     return True
         return False
+
+    @staticmethod
+    def bound_per_item(loop):
+        """The names a loop binds to its item: its target's, and those its body binds from them (`name =
+        batch["id"]`, link by link). Not a name the body binds from the run's counters alone (ChartReformer's
+        `output_dir = f"step_{completed_steps}"` in its training loop, the same on every rank; corpus 28)."""
+        target = getattr(loop, "target", None)
+        bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target else set()
+        assignments = [
+            n
+            for statement in loop.body
+            for n in ast.walk(statement)
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.With))
+        ]
+        if target is None:  # a while loop: whatever its body binds
+            return {
+                n.id
+                for statement in loop.body
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+        for _ in range(3):
+            for node in assignments:
+                value = getattr(node, "value", None) or getattr(node, "iter", None)
+                if value is None and isinstance(node, ast.With):
+                    value = ast.Tuple([i.context_expr for i in node.items], ast.Load())
+                if value is None or not bound & {
+                    n.id for n in ast.walk(value) if isinstance(n, ast.Name)
+                }:
+                    continue
+                targets = getattr(node, "targets", None) or [
+                    getattr(node, "target", None),
+                    *[i.optional_vars for i in getattr(node, "items", [])],
+                ]
+                bound |= {
+                    n.id
+                    for t in targets
+                    if t is not None
+                    for n in ast.walk(t)
+                    if isinstance(n, ast.Name)
+                }
+        return bound
 
 
 class CollectiveUnderRankCheck(CallRule):
