@@ -4187,3 +4187,50 @@ def test_one_writer_a_node_is_the_jobs_one_writer_where_the_repository_runs_on_o
         files = {".git/HEAD": "", "run.sh": launch, "train.py": train}
         found = check_in_project(tmp_path / str(expected), files, "train.py")
         assert ("DDL107" in found) == expected, (launch, found)
+
+
+def test_what_corpus_28_taught_the_accumulation_rule(tmp_path):
+    """DDL119, corpus 28 (seen), both default-rule findings judged false: MuseTalk's accumulation steps its
+    discriminator's optimizer, never prepared (its backward all-reduces nothing), and the repository's
+    accelerate configs launch DeepSpeed alone; the RSNA solution's `i % cfg.grad_accumulation` is 1 in its only
+    config and no option offers another count. A prepared optimizer, a multi-GPU config, or a count a
+    command-line option offers (minimind-v's `--accumulation_steps`, default 1, judged true) are still found."""
+    accelerate = (
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for step, x in enumerate(loader):\n    accelerator.backward(disc(x).mean())\n"
+        "    if (step + 1) % accum == 0:\n        {stepped}.step()\n"
+    )
+    for stepped, expected in (("optimizer_d", []), ("optimizer", ["DDL119"])):
+        found = codes_of(accelerate, stepped=stepped)
+        assert [c for c in found if c == "DDL119"] == expected, (stepped, found)
+    for kind, expected in (("DEEPSPEED", []), ("MULTI_GPU", ["DDL119"])):
+        files = {
+            ".git/HEAD": "",
+            "configs/gpu.yaml": f"distributed_type: {kind}\nnum_processes: 2\n",
+            "train.py": accelerate.format(stepped="optimizer"),
+        }
+        found = check_in_project(tmp_path / kind, files, "train.py")
+        assert [c for c in found if c == "DDL119"] == expected, (kind, found)
+    ddp = (
+        DDP_HEAD + "from configs import cfg\nmodel = DDP(net)\nfor i, x in enumerate(loader):\n"
+        "    model(x).sum().backward()\n    if i % cfg.grad_accumulation == 0:\n"
+        "        optimizer.step()\n" + DDP_TAIL
+    )
+    for config, option, expected in (
+        ("cfg.grad_accumulation = 1\n", "", []),
+        ("cfg.grad_accumulation = 4\n", "", ["DDL119"]),
+        (
+            "cfg.grad_accumulation = 1\n",
+            "p.add_argument('--grad_accumulation', default=1)\n",
+            ["DDL119"],
+        ),
+    ):
+        files = {
+            ".git/HEAD": "",
+            "configs/__init__.py": "class C: pass\ncfg = C()\n" + config,
+            "opts.py": option,
+            "train.py": ddp,
+        }
+        found = check_in_project(tmp_path / f"{config[-2]}{len(option)}", files, "train.py")
+        assert [c for c in found if c == "DDL119"] == expected, (config, option, found)

