@@ -4234,3 +4234,27 @@ def test_what_corpus_28_taught_the_accumulation_rule(tmp_path):
         }
         found = check_in_project(tmp_path / f"{config[-2]}{len(option)}", files, "train.py")
         assert [c for c in found if c == "DDL119"] == expected, (config, option, found)
+
+
+def test_a_torch_scheduler_sized_in_optimizer_steps_and_prepared():
+    """DDL155, corpus 28 (seen), two full mistakes: Voicebox's `CosineAnnealingLR(optim, T_max=num_train_steps)`
+    and LTX-Video's schedulers, made by a `_create_scheduler` method, go through accelerator.prepare, which steps
+    them once per process at every optimizer step: with N processes the schedule ends after 1/N of the run.
+    Sized from the loader's length (the unsharded count, as accelerate intends) on every path, it is right."""
+    script = (
+        ACCELERATE_HEAD + "from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR\n"
+        "class Trainer:\n    def __init__(self, model, optim, dataset, num_train_steps=None, epochs=None):\n"
+        "        if epochs:\n            self.steps = len(dataset) // 8 * epochs\n"
+        "        else:\n            self.steps = {other}\n"
+        "        self.scheduler = {made}\n"
+        "        self.model, self.optim, self.scheduler = accelerator.prepare(model, optim, self.scheduler)\n"
+        "    def make(self, optim):\n        return LinearLR(optim, 1.0, 0.1, total_iters=self.steps)\n"
+    )
+    for made, other, expected in (
+        ("CosineAnnealingLR(optim, T_max=self.steps)", "num_train_steps", True),
+        ("self.make(optim)", "num_train_steps", True),
+        ("CosineAnnealingLR(optim, T_max=self.steps)", "len(dataset) // 8", False),
+        ("torch.optim.lr_scheduler.StepLR(optim, step_size=self.steps)", "num_train_steps", False),
+    ):
+        found = codes_of(script, made=made, other=other)
+        assert ("DDL155" in found) == expected, (made, other, found)

@@ -4064,7 +4064,9 @@ class PreparedSchedulerInOptimizerSteps(Rule):
     Accelerator keeps split_batches=False and steps the scheduler with the optimizer (the defaults): the
     prepared scheduler steps once per process at each optimizer step, so a total counted in optimizer steps
     ends 1/num_processes of the way through (Hallo's and Text-To-Video-Finetuning's shape, from diffusers'
-    older scripts; corpora 22 and 23). Not when the count is scaled by the process count, nor when it is made
+    older scripts; corpora 22 and 23), or a torch scheduler's T_max / total_iters / total_steps, made here or by a
+    method of the module that returns it (Voicebox's CosineAnnealingLR, LTX-Video's `_create_scheduler`; corpus
+    28). Not when the count is scaled by the process count, nor when it is made
     from a loader's length (accelerate's own design: the unsharded loader's length before prepare is counted
     in single-process steps), which this rule cannot tell from the prepared one's."""
 
@@ -4084,27 +4086,102 @@ class PreparedSchedulerInOptimizerSteps(Rule):
                 return False
         return True
 
+    # torch's schedulers that end after a number of steps: that parameter's name and position
+    TORCH_TOTALS = {
+        "CosineAnnealingLR": ("T_max", 1),
+        "LinearLR": ("total_iters", 3),
+        "PolynomialLR": ("total_iters", 1),
+        "ConstantLR": ("total_iters", 2),
+        "OneCycleLR": ("total_steps", 2),
+    }
+
     def visit_Assign(self, node):
         call = node.value
-        if not (
-            isinstance(call, ast.Call)
-            and re.fullmatch(r"get_scheduler|get_\w*schedule\w*", last(dotted(call.func)) or "")
-            and any(dotted(t) in self.m.prepared_schedulers for t in node.targets)
-        ):
+        prepared = self.m.prepared_schedulers | self.handed_to_prepare
+        if not isinstance(call, ast.Call) or not any(dotted(t) in prepared for t in node.targets):
             return
-        total = keyword(call, "num_training_steps")
-        if total is None and "with_warmup" in last(dotted(call.func)) and len(call.args) >= 3:
-            total = call.args[2]  # get_linear_schedule_with_warmup(optimizer, warmup, total)
-        made = " ".join(ast.unparse(v) for v in self.m.made_of(total)) if total is not None else ""
-        if total is None or self.SCALED.search(made) or self.constant(call):
-            return
-        self.add(call, fixable=False)
+        # made here, or by a method of this module that returns it (LTX-Video's `_create_scheduler`, corpus 28)
+        made = [call, *self.made_by(call)]
+        for scheduler in made:
+            total = self.total_of(scheduler)
+            if total is not None and not self.scaled(total) and not self.constant(scheduler):
+                self.add(scheduler, fixable=False)
+                return
+
+    @functools.cached_property
+    def handed_to_prepare(self):
+        """The scheduler names handed to accelerator.prepare (`prepare(optimizer, lr_scheduler)`, its result
+        bound to other names)."""
+        return {
+            dotted(a)
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "prepare"
+            for a in n.args
+            if "sched" in dotted(a).lower() or "lr" in dotted(a).lower().split("_")
+        }
+
+    def made_by(self, call):
+        """The scheduler calls in the body of this module's function or method that `call` calls."""
+        name = last(dotted(call.func))
+        functions = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+        ]
+        return [
+            n
+            for f in functions[:1]
+            for n in ast.walk(f)
+            if isinstance(n, ast.Call) and n is not call and self.total_of(n) is not None
+        ]
+
+    def total_of(self, call):
+        """The number of steps a scheduler call is sized in: get_scheduler's num_training_steps, the total of
+        transformers' get_*_schedule_with_warmup, or a torch scheduler's T_max / total_iters / total_steps."""
+        callee = last(dotted(call.func)) or ""
+        if re.fullmatch(r"get_scheduler|get_\w*schedule\w*", callee):
+            total = keyword(call, "num_training_steps")
+            if total is None and "with_warmup" in callee and len(call.args) >= 3:
+                total = call.args[2]  # get_linear_schedule_with_warmup(optimizer, warmup, total)
+            return total
+        if callee in self.TORCH_TOTALS:
+            parameter, position = self.TORCH_TOTALS[callee]
+            given = keyword(call, parameter)
+            if given is None and len(call.args) > position:
+                given = call.args[position]
+            return given
+        return None
+
+    def scaled(self, total, depth=3):
+        """The total is scaled by the process count or made from a loader's length (SCALED), itself or through
+        a name every binding of which is: Voicebox's `self.num_train_steps`, `len(dataset) // batch_size *
+        num_epochs` on one path and the `num_train_steps` it is handed on the other, is not (corpus 28)."""
+        if self.SCALED.search(ast.unparse(total)):
+            return True
+        if depth == 0:
+            return False
+        names = {
+            dotted(n)
+            for n in ast.walk(total)
+            if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)
+        }
+        for name in names:
+            values = [
+                n.value
+                for n in self.m.nodes
+                if isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)
+            ]
+            if values and all(self.scaled(v, depth - 1) for v in values):
+                return True
+        return False
 
     def constant(self, call):
         """A schedule that is constant as the script runs by default (`get_scheduler("constant", ...)`, a
         parameter whose default is "constant": Tune-A-Video's `lr_scheduler: str = "constant"`, or a config key
         every YAML file of the repository sets to "constant": Hallo's `lr_scheduler: "constant"`): stepping it
         faster changes nothing."""
+        if last(dotted(call.func)) in self.TORCH_TOTALS:
+            return False  # torch's own: its class is its schedule
         chosen = keyword(call, "name") or (call.args[0] if call.args else None)
         if isinstance(chosen, ast.Constant):
             return chosen.value == "constant"
