@@ -517,6 +517,15 @@ CASES = {
         "def save(path):\n    torch.save(model.module.state_dict(), path)\n"
         "def load(path):\n    model.module.load_state_dict(torch.load(path, map_location='cpu'))\n",
     ),
+    "DDL164": (
+        "import torch\nfrom torch.utils.data import DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\nrank = torch.distributed.get_rank()\n"
+        "sampler = DistributedSampler(train_set, shuffle=True, seed=42 + rank)\n",
+        "import torch\nfrom torch.utils.data import DistributedSampler\n"
+        "torch.distributed.init_process_group('nccl')\nrank = torch.distributed.get_rank()\n"
+        "sampler = DistributedSampler(train_set, shuffle=True, seed=42)\n"
+        "eval_sampler = DistributedSampler(val_set, shuffle=False, seed=42 + rank)\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

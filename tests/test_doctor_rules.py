@@ -4258,3 +4258,30 @@ def test_a_torch_scheduler_sized_in_optimizer_steps_and_prepared():
     ):
         found = codes_of(script, made=made, other=other)
         assert ("DDL155" in found) == expected, (made, other, found)
+
+
+def test_a_training_sampler_seeded_per_rank(tmp_path):
+    """DDL164, corpus 28 (seen): the contrails solution's `DistributedSampler(..., shuffle=True, seed=world_size +
+    local_rank)` in its data/loader.py: each rank strides through its own permutation, so the shares overlap. It
+    is reported there and at the call of the loader's helper in the training module."""
+    loader = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def define_loaders(dataset, world_size, local_rank):\n"
+        "    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=local_rank, shuffle=True, "
+        "seed={seed})\n    return DataLoader(dataset, sampler=sampler)\n"
+    )
+    train = (
+        "import torch.distributed as dist\nfrom data.loader import define_loaders\n"
+        "dist.init_process_group('nccl')\nloader = define_loaders(dataset, 2, local_rank)\n"
+        "for epoch in range(3):\n    loader.sampler.set_epoch(epoch)\ndist.destroy_process_group()\n"
+    )
+    for seed, expected in (("world_size + local_rank", True), ("42", False)):
+        files = {
+            ".git/HEAD": "",
+            "data/__init__.py": "",
+            "data/loader.py": loader.format(seed=seed),
+            "train.py": train,
+        }
+        for name in ("data/loader.py", "train.py"):
+            found = check_in_project(tmp_path / seed.replace(" ", ""), files, name)
+            assert ("DDL164" in found) == expected, (seed, name, found)

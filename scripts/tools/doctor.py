@@ -488,6 +488,16 @@ RULES = {
         "missing and unexpected keys (with strict=False it loads nothing) as soon as a run resumes on more than "
         "one process. One process hides it: prepare() wraps nothing there.",
     ),
+    "DDL164": (
+        "a DistributedSampler seeded with the rank (seed=base + rank), so each rank shuffles the data its own way",
+        "give every rank the same seed (seed=base): the sampler itself gives each rank its own share of one "
+        "permutation",
+        "4-shard-the-training-data",
+        "DistributedSampler shuffles the whole dataset with its seed and the epoch, then takes every world_size-th "
+        "index from the rank's offset. That partitions the data only when every rank draws the same permutation: "
+        "with a seed per rank, each rank strides through a different one, so some samples are in several ranks' "
+        "shares each epoch and others in none.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -745,7 +755,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL162", "DDL163"})
+UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL162", "DDL163", "DDL164"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -6078,6 +6088,28 @@ class LightningEvalLogUnsynced(Rule):
         )
 
 
+class PerRankSamplerSeed(CallRule):
+    """DDL164: `DistributedSampler(ds, ..., seed=world_size + local_rank)`: a seed that names the rank (or the
+    process index), in a sampler that shuffles. The shares then come from different permutations and overlap
+    (the contrails solution's loader, corpus 28, seen)."""
+
+    code = "DDL164"
+
+    def check(self, call, name, callee):
+        if callee != "DistributedSampler":
+            return
+        seed = keyword(call, "seed")
+        if seed is None and len(call.args) > 4:
+            seed = call.args[4]  # DistributedSampler(dataset, num_replicas, rank, shuffle, seed)
+        shuffle = keyword(call, "shuffle")
+        if len(call.args) > 3 and shuffle is None:
+            shuffle = call.args[3]
+        if seed is None or (isinstance(shuffle, ast.Constant) and shuffle.value is False):
+            return
+        if re.search(r"rank|process_index|gpu_id|local_process", ast.unparse(seed), re.I):
+            self.add(call, fixable=False)
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -7134,6 +7166,7 @@ RULE_CLASSES = [
     TrimmedEvalSampler,
     LightningEvalLogUnsynced,
     LoadIntoWrapper,
+    PerRankSamplerSeed,
 ]
 
 
@@ -8220,6 +8253,7 @@ ROOT_MARKERS = (
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL164",
     "DDL141",
     "DDL140",
     "DDL139",
