@@ -526,6 +526,15 @@ CASES = {
         "sampler = DistributedSampler(train_set, shuffle=True, seed=42)\n"
         "eval_sampler = DistributedSampler(val_set, shuffle=False, seed=42 + rank)\n",
     ),
+    "DDL165": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "gen, opt_g, loader = accelerator.prepare(gen, opt_g, loader)\nfor x in loader:\n"
+        "    accelerator.backward(disc(gen(x)).mean())\n    opt_d.step()\n    opt_g.step()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "gen, disc, opt_g, opt_d, loader = accelerator.prepare(gen, disc, opt_g, opt_d, loader)\n"
+        "for x in loader:\n    accelerator.backward(disc(gen(x)).mean())\n    opt_d.step()\n"
+        "    opt_g.step()\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -4285,3 +4285,24 @@ def test_a_training_sampler_seeded_per_rank(tmp_path):
         for name in ("data/loader.py", "train.py"):
             found = check_in_project(tmp_path / seed.replace(" ", ""), files, name)
             assert ("DDL164" in found) == expected, (seed, name, found)
+
+
+def test_an_optimizer_stepped_under_accelerate_that_prepare_never_saw():
+    """DDL165, corpus 28 (seen): MuseTalk prepares its generator and its optimizer, and steps its discriminators'
+    optimizers, which it never prepares: those models train a separate copy in each process. An optimizer
+    prepared under another name, bound again to a name, or stepped through a GradScaler is the prepared one."""
+    script = (
+        ACCELERATE_HEAD + "class Trainer:\n    def __init__(self, net, disc, optimizer, opt_d):\n"
+        "        self.net, self.optim = accelerator.prepare(net, optimizer)\n"
+        "        self.opt_d = opt_d\n    def step(self, x):\n"
+        "        accelerator.backward(self.net(x).mean())\n        {step}\n"
+    )
+    for step, expected in (
+        ("self.opt_d.step()", True),
+        ("self.optim.step()", False),
+        ("opt = self.optim\n        opt.step()", False),
+        ("scaler.step(self.optim)", False),
+        ("scaler.step(self.opt_d)", True),
+    ):
+        found = codes_of(script, step=step)
+        assert ("DDL165" in found) == expected, (step, found)

@@ -498,6 +498,15 @@ RULES = {
         "with a seed per rank, each rank strides through a different one, so some samples are in several ranks' "
         "shares each epoch and others in none.",
     ),
+    "DDL165": (
+        "an optimizer stepped in an Accelerate script that never hands it to accelerator.prepare",
+        "prepare it with its model: model, optimizer = accelerator.prepare(model, optimizer)",
+        "a-accelerator-prepare-and-backward",
+        "accelerator.prepare wraps the model in DDP and the optimizer in an AcceleratedOptimizer. An optimizer "
+        "left out steps on its own: the model it steps (a GAN's discriminator, left out with it) gets no "
+        "all-reduce, so every process trains its own copy and they drift apart; and its step skips what the "
+        "AcceleratedOptimizer does, unscaling fp16 gradients and holding the step during accumulation.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -755,7 +764,9 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL155", "DDL158", "DDL160", "DDL162", "DDL163", "DDL164"})
+UNMEASURED = frozenset(
+    {"DDL154", "DDL155", "DDL158", "DDL160", "DDL162", "DDL163", "DDL164", "DDL165"}
+)
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -6110,6 +6121,66 @@ class PerRankSamplerSeed(CallRule):
             self.add(call, fixable=False)
 
 
+class UnpreparedOptimizerStep(CallRule):
+    """DDL165: `optimizer_d.step()` in a module that builds an Accelerator and prepares an optimizer, where this
+    optimizer is handed to no `prepare` (the name, the expression, or the attribute it is bound to): MuseTalk's
+    discriminators and their optimizers, built in another module and never prepared (corpus 28, seen). Not where
+    a prepare call takes starred or listed arguments (which it prepares cannot be read), nor in a module that
+    never runs accelerator.backward."""
+
+    code = "DDL165"
+
+    def begin(self):
+        if not self.m.uses_accelerate:
+            return False
+        calls = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)).startswith("prepare")
+        ]
+        if any(isinstance(a, (ast.Starred, ast.List, ast.Tuple)) for c in calls for a in c.args):
+            return False
+        self.prepared = set()
+        for call in calls:
+            self.prepared |= {ast.unparse(a) for a in call.args}
+            parent = self.m.parent.get(call)
+            if isinstance(parent, ast.Assign):
+                for target in parent.targets:
+                    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                    self.prepared |= {ast.unparse(e) for e in elts}
+        self.reported = set()
+        optimizers = {p for p in self.prepared if re.search(r"optim|(^|[._\[\'\"])opt", p.lower())}
+        backward = any(
+            isinstance(n, ast.Call) and dotted(n.func).endswith("accelerator.backward")
+            for n in self.m.nodes
+        )
+        return bool(optimizers) and backward
+
+    def check(self, call, name, callee):
+        if not is_step(call):
+            return
+        owner = call.func.value
+        if "scaler" in ast.unparse(owner).lower() and call.args:
+            owner = call.args[0]
+        text = ast.unparse(owner)
+        if not re.search(r"optim|(^|[._\[\'\"])opt", text.lower()) or text in self.prepared:
+            return
+        if self.bound_to_prepared(owner) or text in self.reported:
+            return
+        self.reported.add(text)
+        self.add(call, fixable=False)
+
+    def bound_to_prepared(self, owner):
+        """`opt = self.optimizer` where `self.optimizer` was prepared: the same object under another name."""
+        name = dotted(owner)
+        return any(
+            isinstance(n, ast.Assign)
+            and any(dotted(t) == name for t in n.targets)
+            and ast.unparse(n.value) in self.prepared
+            for n in self.m.nodes
+        )
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -7167,6 +7238,7 @@ RULE_CLASSES = [
     LightningEvalLogUnsynced,
     LoadIntoWrapper,
     PerRankSamplerSeed,
+    UnpreparedOptimizerStep,
 ]
 
 
