@@ -4306,3 +4306,16 @@ def test_an_optimizer_stepped_under_accelerate_that_prepare_never_saw():
     ):
         found = codes_of(script, step=step)
         assert ("DDL165" in found) == expected, (step, found)
+
+
+def test_a_main_process_flag_spelled_as_a_constant():
+    """DDL144, corpus 28 (seen): LTX-Video's trainer binds `comfy_path` under `if IS_MAIN_PROCESS:` (a module
+    constant, `os.environ.get("LOCAL_RANK", "0") == "0"`) and every process returns it: UnboundLocalError on the
+    others. Bound on every process, it is not reported."""
+    script = (
+        ACCELERATE_HEAD + "import os\nIS_MAIN_PROCESS = os.environ.get('LOCAL_RANK', '0') == '0'\n"
+        "def train():\n{bound}    if IS_MAIN_PROCESS:\n        path = save()\n"
+        "    accelerator.end_training()\n    return path\n"
+    )
+    assert "DDL144" in codes_of(script, bound="")
+    assert "DDL144" not in codes_of(script, bound="    path = None\n")

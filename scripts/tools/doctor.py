@@ -3423,9 +3423,10 @@ def selects_main(test):
             and mentions_rank(test)
         )
     return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and bool(
-        re.search(
+        re.search(  # a constant's spelling too: LTX-Video's IS_MAIN_PROCESS (corpus 28)
             r"is_main|is_master|main_process|is_primary|global_zero|world_process_zero",
             ast.unparse(test),
+            re.I,
         )
     )
 
