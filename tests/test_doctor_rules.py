@@ -4319,3 +4319,23 @@ def test_a_main_process_flag_spelled_as_a_constant():
     )
     assert "DDL144" in codes_of(script, bound="")
     assert "DDL144" not in codes_of(script, bound="    path = None\n")
+
+
+def test_an_accumulation_whose_backward_and_step_are_a_helpers_methods():
+    """DDL119, corpus 28 (seen, a full mistake its reader listed): R-ESM calls
+    `training_scheduler.loss_scale_and_backward(loss)` on every micro-batch of its DDP model and
+    `training_scheduler.step_and_lr_schedule(...)` under `if (batch_idx + 1) % accum_iter == 0:`. A step under a
+    test no accumulation count names (a log interval), or with no backward before it, is not one."""
+    script = (
+        DDP_HEAD + "model = DDP(net)\ndef train_one_epoch(model, loader, sched, accum_iter):\n"
+        "    for batch_idx, x in enumerate(loader):\n        loss = model(x).mean()\n"
+        "        {backward}\n        if (batch_idx + 1) % {count} == 0:\n"
+        "            sched.step_and_lr_schedule(batch_idx)\n" + DDP_TAIL
+    )
+    for backward, count, expected in (
+        ("sched.loss_scale_and_backward(loss)", "accum_iter", True),
+        ("sched.loss_scale_and_backward(loss)", "log_every", False),
+        ("print(loss)", "accum_iter", False),
+    ):
+        found = codes_of(script, backward=backward, count=count)
+        assert ("DDL119" in found) == expected, (backward, count, found)

@@ -4903,7 +4903,11 @@ class AccumulationWithoutNoSync(Rule):
     def visit_If(self, node):
         if counts_micro_batches(node.test) and not self.counts_one(node.test):
             _, after = siblings(self.m, node)
-            if steps_in(node.body) and not backward_in(node.body) and self.prepared_step(node.body):
+            if self.steps_through_helpers(node):
+                self.add(node)
+            elif (
+                steps_in(node.body) and not backward_in(node.body) and self.prepared_step(node.body)
+            ):
                 self.add(
                     node
                 )  # (a backward inside the step's branch: the other batches backpropagate nothing)
@@ -4913,6 +4917,29 @@ class AccumulationWithoutNoSync(Rule):
                 and backward_in(siblings(self.m, node)[0])
             ):
                 self.add(node)  # backward, then `if (i + 1) % N != 0: continue`, then the step
+
+    def steps_through_helpers(self, node):
+        """`training_scheduler.loss_scale_and_backward(loss)` before `if (i + 1) % accum_iter == 0:
+        training_scheduler.step_and_lr_schedule(...)`: the backward and the step are a project object's methods
+        (R-ESM's Scheduler, corpus 28), named for what they do, under a test an accumulation count names."""
+        if steps_in(node.body) or not ACCUMULATION_NAMES.search(ast.unparse(node.test)):
+            return False
+
+        def named(statements, word):
+            return any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and re.search(rf"(^|_){word}(_|$)", n.func.attr)
+                for s in statements
+                for n in ast.walk(s)
+            )
+
+        before, _ = siblings(self.m, node)
+        return (
+            named(node.body, "step")
+            and named(before, "backward")
+            and not named(node.body, "backward")
+        )
 
     def prepared_step(self, statements):
         """Under Accelerate, whether an optimizer the statements step was handed to prepare: MuseTalk steps its
