@@ -4339,3 +4339,21 @@ def test_an_accumulation_whose_backward_and_step_are_a_helpers_methods():
     ):
         found = codes_of(script, backward=backward, count=count)
         assert ("DDL119" in found) == expected, (backward, count, found)
+
+
+def test_a_file_named_by_each_processs_device_is_its_own(tmp_path):
+    """DDL107, corpus 28 (seen): MuseTalk's validation helper writes `sample_{step}_{accelerator.device}_....jpg`,
+    one file a process (each its own GPU); a helper that writes one shared name is still one file for all."""
+    helper = (
+        "import cv2\ndef save_images(image, save_dir, step, accelerator):\n"
+        "    cv2.imwrite(f'{{save_dir}}/sample_{{step}}{suffix}.jpg', image)\n"
+    )
+    train = (
+        ACCELERATE_HEAD + "from utils import save_images\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for step, x in enumerate(loader):\n    save_images(model(x), 'out', step, accelerator)\n"
+    )
+    for suffix, expected in (("_{accelerator.device}", False), ("", True)):
+        files = {".git/HEAD": "", "utils.py": helper.format(suffix=suffix), "train.py": train}
+        found = check_in_project(tmp_path / str(expected), files, "train.py")
+        assert ("DDL107" in found) == expected, (suffix, found)

@@ -64,7 +64,8 @@ COLLECTIVES = {
 # (TORCHELASTIC_ERROR_FILE: torchrun hands each worker a file of its own)
 # a name no other process makes: its rank, or a uuid / pid (vall-e's `batch-{uuid4()}.pt`)
 PER_RANK = re.compile(
-    r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE|uuid|getpid"
+    # accelerator.device: each process's own GPU (MuseTalk's sample images, corpus 28)
+    r"rank|process_index|gpu_id|worker_id|TORCHELASTIC_ERROR_FILE|uuid|getpid|accelerator\.device"
     # each process's own clock to the microsecond (ERNIE's `"loss.{}".format(datetime.datetime.now())`, corpus
     # 18); not strftime's seconds, which the ranks share
     r"|datetime\.now\(\)(?!\.strftime)",
@@ -8197,7 +8198,12 @@ class Project:
                 else:
                     named = n.args[:1]
                 if writes and any(
-                    isinstance(x, ast.Name) and x.id in given for a in named for x in ast.walk(a)
+                    isinstance(x, ast.Name) and x.id in given
+                    for a in named
+                    if not PER_RANK.search(
+                        ast.unparse(a)
+                    )  # MuseTalk's `..._{accelerator.device}_...jpg`
+                    for x in ast.walk(a)
                 ):
                     found.add(called)
                     break
