@@ -4357,3 +4357,14 @@ def test_a_file_named_by_each_processs_device_is_its_own(tmp_path):
         files = {".git/HEAD": "", "utils.py": helper.format(suffix=suffix), "train.py": train}
         found = check_in_project(tmp_path / str(expected), files, "train.py")
         assert ("DDL107" in found) == expected, (suffix, found)
+
+
+def test_accelerates_own_clip_under_any_name():
+    """DDL121, corpus 28 (seen): LTX-Video's trainer clips with `self._accelerator.clip_grad_norm_(...)`, which
+    unscales first; torch's own clip in the same script is still reported."""
+    script = (
+        ACCELERATE_HEAD + "class Trainer:\n    def step(self, loss):\n"
+        "        self._accelerator.backward(loss)\n        {clip}(self.params, 1.0)\n"
+    )
+    assert "DDL121" not in codes_of(script, clip="self._accelerator.clip_grad_norm_")
+    assert "DDL121" in codes_of(script, clip="torch.nn.utils.clip_grad_norm_")

@@ -5100,8 +5100,11 @@ class ClipScaledGradients(Rule):
 
     def visit_Call(self, node):
         name = dotted(node.func)
-        if last(name) in ("clip_grad_norm_", "clip_grad_value_") and not name.startswith(
-            ("accelerator.", "self.accelerator.")
+        receiver = name.rsplit(".", 1)[0] if "." in name else ""
+        # accelerate's own clip on any name (LTX-Video's `self._accelerator.clip_grad_norm_`, corpus 28)
+        if (
+            last(name) in ("clip_grad_norm_", "clip_grad_value_")
+            and "accelerator" not in receiver.lower()
         ):
             if "unscale_gradients" in self.m.calls:
                 return  # accelerate's own unscale before a torch clip (MOTIP): the gradients are true
