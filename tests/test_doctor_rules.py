@@ -940,6 +940,15 @@ PAIRS = {
         "if dist.get_rank() == 0:\n    mine = np.memmap('pairs.bin', 'int32', 'w+', shape=(8,))\n"
         + DDP_TAIL,
     ),
+    # -- corpus 29 (seen): every rank writing the same Hugging Face dataset cache -------------------------------
+    "a dataset's save_to_disk on every rank": (
+        "DDL107",
+        DDP_HEAD
+        + "tokenized = dataset.map(tokenize)\ntokenized.save_to_disk('cache/tokenized')\n"
+        + DDP_TAIL,
+        DDP_HEAD + "tokenized = dataset.map(tokenize)\nif dist.get_rank() == 0:\n"
+        "    tokenized.save_to_disk('cache/tokenized')\ndist.barrier()\n" + DDP_TAIL,
+    ),
     # -- from reading corpus 5 (31 public files, 18 repositories) -------------------------------------------
     "`distributed = local_rank >= 0` is not a rank pick; a ddp_sync helper is no_sync": (
         "DDL108",

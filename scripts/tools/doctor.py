@@ -1153,6 +1153,10 @@ class Checker:
         if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
             given = [*call.args[:1], keyword(call, "path_or_buf"), keyword(call, "path")]
             return next((value for value in given if value is not None), None)
+        if callee == "save_to_disk" and isinstance(call.func, ast.Attribute):
+            # a Hugging Face dataset written out (MDLM's tokenized cache, corpus 29, seen): its folder's files
+            path = (call.args[:1] or [keyword(call, "dataset_path")])[0]
+            return None if path is None or self.parameter_path(call, path) else path
         if name in MEMMAPS and call.args:
             # a memmap opened "w+" creates the file anew: every rank truncating and filling the same one
             # (self-rewarding-lm's generated preference pairs, corpus 27, seen); "r+" and "r" open what exists
@@ -7992,6 +7996,7 @@ class Project:
     WRITES = {
         "save",
         "save_pretrained",
+        "save_to_disk",
         "dump",
         "safe_dump",
         "savefig",
