@@ -4377,3 +4377,31 @@ def test_accelerates_own_clip_under_any_name():
     )
     assert "DDL121" not in codes_of(script, clip="self._accelerator.clip_grad_norm_")
     assert "DDL121" in codes_of(script, clip="torch.nn.utils.clip_grad_norm_")
+
+
+def test_an_attribute_bound_on_the_main_process_and_read_on_every_rank():
+    """DDL144, corpus 29 (seen, a full mistake its reader listed): MAGVIT-2's trainer makes `self.ema_model` under
+    `if self.is_main:` and then runs `self.ema_model.to(self.device)` on every process. Bound first on every rank
+    (`self.ema_model = None`), read under the same check, or read in another method, it is not reported."""
+    script = (
+        ACCELERATE_HEAD
+        + "class Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+        "{before}        if accelerator.is_main_process:\n            self.ema_model = EMA(model)\n"
+        "{after}\n    def save(self):\n        torch.save(self.ema_model.state_dict(), 'ema.pt')\n"
+    )
+    for before, after, expected in (
+        ("", "        self.ema_model.to(accelerator.device)\n", True),
+        (
+            "        self.ema_model = None\n",
+            "        self.ema_model.to(accelerator.device)\n",
+            False,
+        ),
+        (
+            "",
+            "        if accelerator.is_main_process:\n            self.ema_model.to(accelerator.device)\n",
+            False,
+        ),
+        ("", "        pass\n", False),
+    ):
+        found = codes_of(script, before=before, after=after)
+        assert ("DDL144" in found) == expected, (before, after, found)

@@ -6613,7 +6613,58 @@ class BoundOnMainOnly(Rule):
             n for n in self.m.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]:
             self.scope(scope)
+            if not isinstance(scope, ast.Module):
+                self.attributes(scope)
         return False
+
+    def attributes(self, method):
+        """`self.ema_model` bound only under `if self.is_main:` and read after it in the same method, where every
+        rank runs (MAGVIT-2's trainer moves its EMA to the device on every process: AttributeError on the
+        others; corpus 29, seen). Only within one method: another method may run on the main process alone. Not
+        where the class binds the attribute anywhere else (`self.ema_model = None` first)."""
+
+        def own(node, ctx):
+            return (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ctx)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+            )
+
+        owner = next((p for p in self.m.parents_of(method) if isinstance(p, ast.ClassDef)), None)
+        if owner is None:
+            return
+        stored = {}
+        for node in scope_nodes(method):
+            if own(node, ast.Store):
+                stored.setdefault(node.attr, []).append(node)
+        for attr, bound in stored.items():
+            elsewhere = [
+                n
+                for n in ast.walk(owner)
+                if own(n, (ast.Store, ast.Del)) and n.attr == attr and n not in bound
+            ]
+            branches = [self.main_branch(n, method) for n in bound]
+            if (
+                elsewhere
+                or not all(branches)
+                or any(
+                    isinstance(n, ast.Call)
+                    and last(dotted(n.func)) in ("setattr", "hasattr", "getattr")
+                    for n in ast.walk(owner)
+                )
+            ):
+                continue
+            loads = [n for n in scope_nodes(method) if own(n, ast.Load) and n.attr == attr]
+            for load in sorted(loads, key=lambda n: (n.lineno, n.col_offset)):
+                if (
+                    load.lineno > max(b.end_lineno for b in branches)
+                    and self.main_branch(load, method) is None
+                    and not self.m.guarded(load)
+                    and not self.under_a_none_test(load)
+                ):
+                    self.add(load, fixable=False)
+                    break
 
     def main_branch(self, node, scope):
         """The `if` around `node`, within its scope, in whose body only the main process runs it; or None."""
