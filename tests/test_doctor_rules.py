@@ -4405,3 +4405,22 @@ def test_an_attribute_bound_on_the_main_process_and_read_on_every_rank():
     ):
         found = codes_of(script, before=before, after=after)
         assert ("DDL144" in found) == expected, (before, after, found)
+
+
+def test_a_scheduler_stepped_by_the_main_process_alone_under_accelerate():
+    """DDL135, corpus 29 (seen, a full mistake its reader listed): RPG steps its scheduler under `if
+    accelerator.is_main_process:`; every other process keeps the first learning rate and the replicas drift.
+    Stepped on every process, or an EMA updated by the main process alone, it is not reported."""
+    script = (
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for x in loader:\n    accelerator.backward(model(x).mean())\n    optimizer.step()\n"
+        "{step}"
+    )
+    for step, expected in (
+        ("    if accelerator.is_main_process:\n        scheduler.step()\n", True),
+        ("    scheduler.step()\n", False),
+        ("    if accelerator.is_main_process:\n        ema.step()\n", False),
+    ):
+        found = codes_of(script, step=step)
+        assert ("DDL135" in found) == expected, (step, found)

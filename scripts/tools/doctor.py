@@ -4009,12 +4009,18 @@ class UnevenTrainingBatches(Rule):
 
 class StepUnderRankCheck(CallRule):
     """DDL135: `optimizer.step()` or `scheduler.step()` under a rank check (or after rank 0's early return) in
-    a script that wraps its model in DDP: each process steps its own copy, so one stepping alone drifts."""
+    a script that wraps its model in DDP or prepares it with Accelerate: each process steps its own copy, so one
+    stepping alone drifts."""
 
     code = "DDL135"
 
     def begin(self):
-        return bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"}) or self.m.handed_ddp
+        # or under Accelerate: RPG's `if accelerator.is_main_process: scheduler.step()` (corpus 29, seen)
+        return (
+            bool(set(self.m.calls) & {"DistributedDataParallel", "DDP"})
+            or self.m.handed_ddp
+            or self.m.uses_accelerate
+        )
 
     def check(self, call, name, callee):
         if callee != "step" or not isinstance(call.func, ast.Attribute):
