@@ -1293,6 +1293,28 @@ class Checker:
         return test.attr in Project.one_process_flags(str(Path(self.path).resolve()))
 
     @functools.cached_property
+    def prepared_expressions(self):
+        """What the module's `prepare(...)` calls take and bind, as written (`optimizer`, `self.optim`,
+        `model_dict['optimizer']`): DDL119 and DDL165 read a step's optimizer against it. None where a prepare
+        call takes starred or listed arguments, whose items cannot be read."""
+        calls = [
+            n
+            for n in self.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)).startswith("prepare")
+        ]
+        if any(isinstance(a, (ast.Starred, ast.List, ast.Tuple)) for c in calls for a in c.args):
+            return None
+        prepared = set()
+        for call in calls:
+            prepared |= {ast.unparse(a) for a in call.args}
+            parent = self.parent.get(call)
+            if isinstance(parent, ast.Assign):
+                for target in parent.targets:
+                    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                    prepared |= {ast.unparse(e) for e in elts}
+        return prepared
+
+    @functools.cached_property
     def root(self):
         """The repository around the checked file (Project.root_of), or None (a string, or no repository)."""
         return Project.root_of(self.path) if self.path != "<string>" else None
@@ -2566,24 +2588,13 @@ class LoadIntoWrapper(CallRule):
             for function in [self.m.tree, *self.m.nodes]
             if isinstance(function, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef))
             if self.saves(function)
-            for n in self.own_nodes(function)
+            for n in scope_nodes(function, DEFINITIONS)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and n.func.attr == "state_dict"
         ]
         self.unwrapped_saves = [o for o in saved if UNWRAPPED.search(o)]
         return bool(self.unwrapped_saves) and not any(o in wrappers for o in saved)
-
-    def own_nodes(self, function):
-        """The nodes of a function (or of the module's own code), not of the functions inside it."""
-        pending = list(function.body)
-        while pending:
-            node = pending.pop()
-            yield node
-            if not isinstance(
-                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-            ):
-                pending.extend(ast.iter_child_nodes(node))
 
     def saves(self, function):
         return any(
@@ -2592,7 +2603,7 @@ class LoadIntoWrapper(CallRule):
                 dotted(n.func) in ("torch.save", "safetensors.torch.save_file")
                 or dotted(n.func).endswith(".save")
             )
-            for n in self.own_nodes(function)
+            for n in scope_nodes(function, DEFINITIONS)
         )
 
     def check(self, call, name, callee):
@@ -4770,6 +4781,22 @@ def no_grad(node):
     )
 
 
+# an optimizer by its name: `optimizer`, `self.optim`, `opt_d`, `loss_dict['optimizer_D']`
+OPTIMIZER_NAME = re.compile(r"optim|(^|[._\[\'\"])opt")
+
+
+def stepped_node(step):
+    """What an optimizer step steps: `optimizer` of `optimizer.step()`, and of `scaler.step(optimizer)`."""
+    owner = step.func.value
+    if "scaler" in ast.unparse(owner).lower() and step.args:
+        return step.args[0]
+    return owner
+
+
+def stepped_optimizer(step):
+    return ast.unparse(stepped_node(step))
+
+
 def is_step(node):
     """An optimizer step: `optimizer.step()`, `self.optim.step()`, `scaler.step(optimizer)`,
     `scaler.step(optimizer=self.optimizer)` (ml-cvnets')."""
@@ -4964,23 +4991,11 @@ class AccumulationWithoutNoSync(Rule):
             and Project.config_values(self.m.root, "distributed_type") == {"DEEPSPEED"}
         ):  # launched on DeepSpeed alone: its engine keeps the accumulation count (MuseTalk's gpu.yaml)
             return False
-        prepared = {
-            ast.unparse(a)
-            for n in self.m.nodes
-            if isinstance(n, ast.Call) and last(dotted(n.func)) == "prepare"
-            for a in n.args
-        }
-        stepped = [
-            ast.unparse(
-                n.args[0]
-                if "scaler" in ast.unparse(n.func.value).lower() and n.args
-                else n.func.value
-            )
-            for statement in statements
-            for n in ast.walk(statement)
-            if is_step(n)
-        ]
-        optimizers = {p for p in prepared if re.search(r"optim|(^|[._\[\'\"])opt", p.lower())}
+        prepared = self.m.prepared_expressions
+        if prepared is None:
+            return True  # what a starred or listed prepare takes cannot be read
+        stepped = [stepped_optimizer(n) for s in statements for n in ast.walk(s) if is_step(n)]
+        optimizers = {p for p in prepared if OPTIMIZER_NAME.search(p.lower())}
         return not optimizers or any(o in prepared for o in stepped)
 
     def counts_one(self, test):
@@ -6175,23 +6190,11 @@ class UnpreparedOptimizerStep(CallRule):
     def begin(self):
         if not self.m.uses_accelerate:
             return False
-        calls = [
-            n
-            for n in self.m.nodes
-            if isinstance(n, ast.Call) and last(dotted(n.func)).startswith("prepare")
-        ]
-        if any(isinstance(a, (ast.Starred, ast.List, ast.Tuple)) for c in calls for a in c.args):
+        self.prepared = self.m.prepared_expressions
+        if self.prepared is None:
             return False
-        self.prepared = set()
-        for call in calls:
-            self.prepared |= {ast.unparse(a) for a in call.args}
-            parent = self.m.parent.get(call)
-            if isinstance(parent, ast.Assign):
-                for target in parent.targets:
-                    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-                    self.prepared |= {ast.unparse(e) for e in elts}
         self.reported = set()
-        optimizers = {p for p in self.prepared if re.search(r"optim|(^|[._\[\'\"])opt", p.lower())}
+        optimizers = {p for p in self.prepared if OPTIMIZER_NAME.search(p.lower())}
         backward = any(
             isinstance(n, ast.Call) and dotted(n.func).endswith("accelerator.backward")
             for n in self.m.nodes
@@ -6201,11 +6204,9 @@ class UnpreparedOptimizerStep(CallRule):
     def check(self, call, name, callee):
         if not is_step(call):
             return
-        owner = call.func.value
-        if "scaler" in ast.unparse(owner).lower() and call.args:
-            owner = call.args[0]
+        owner = stepped_node(call)
         text = ast.unparse(owner)
-        if not re.search(r"optim|(^|[._\[\'\"])opt", text.lower()) or text in self.prepared:
+        if not OPTIMIZER_NAME.search(text.lower()) or text in self.prepared:
             return
         if self.bound_to_prepared(owner) or text in self.reported:
             return
@@ -6567,15 +6568,20 @@ SCOPES = (
 SCOPES += (ast.SetComp, ast.DictComp)
 
 
-def scope_nodes(scope):
+def scope_nodes(scope, stops=SCOPES):
     """The nodes of one scope (a function's body, or the module's), not those of the functions, classes,
-    lambdas and comprehensions inside it, which have scopes of their own."""
+    lambdas and comprehensions inside it, which have scopes of their own. `stops`: the nodes not entered
+    (DEFINITIONS: comprehensions entered too, as code of the function around them)."""
     todo = list(ast.iter_child_nodes(scope))
     while todo:
         node = todo.pop()
         yield node
-        if not isinstance(node, SCOPES):
+        if not isinstance(node, stops):
             todo.extend(ast.iter_child_nodes(node))
+
+
+# what defines code that runs apart from the function around it
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def main_only(test):
