@@ -2209,6 +2209,88 @@ def test_a_validation_metric_kept_in_a_dict_or_a_best_check_without_a_reduction(
         assert [(f.line, f.code) for f in found] == expected, (reduce, found)
 
 
+def test_a_validation_metric_logged_in_another_module_from_the_sharded_loader_it_is_handed(
+    tmp_path,
+):
+    """Corpus 29 (seen): PSED's training script shards its validation set with a DistributedSampler and hands
+    the loader to a method in another module, which logs `epoch_val_loss` on rank 0 unreduced; Retro3D's
+    `Data(config, val=True)` shards the split that is not "train" in a method of its class, and
+    `trainer.val(val_loader)` in utils/trainer.py logs `add_scalar("valid_loss", ...)` under a rank check.
+    Reported at the call, with where the log is; not where the loader is whole or the sums are reduced."""
+    trainer = (
+        "import torch\nimport torch.distributed as dist\n"
+        "class Trainer:\n"
+        "    def __init__(self, model, writer, rank):\n"
+        "        self.model, self.writer, self.rank = model, writer, rank\n"
+        "    def val(self, loader, step):\n"
+        "        total, count = 0.0, 0\n"
+        "        for x, y in loader:\n"
+        "            total += self.model(x).sum().item()\n"
+        "            count += len(x)\n"
+        "{reduce}"
+        "        {name} = total / count\n"
+        "        if self.rank == 0:\n"
+        "            {log}\n"
+    )
+    data = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "class Data:\n"
+        "    def __init__(self, sets):\n"
+        "        self.loaders = {{mode: self.loader(sets[mode], mode) for mode in sets}}\n"
+        "    def loader(self, dataset, mode):\n"
+        "        if mode == 'train':\n"
+        "            sampler = DistributedSampler(dataset, shuffle=True)\n"
+        "        else:\n"
+        "            sampler = {sampler}\n"
+        "        return DataLoader(dataset, sampler=sampler)\n"
+    )
+    main = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "from trainer import Trainer\nfrom data import Data\n"
+        "dist.init_process_group('gloo')\n"
+        "model = DDP(torch.nn.Linear(2, 1))\n"
+        "{loader}\n"
+        "trainer = Trainer(model, None, dist.get_rank())\n"
+        "trainer.val(val_loader, 0)\n"
+        "dist.destroy_process_group()\n"
+    )
+    sharded = "val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set, shuffle=False))"
+    whole = "val_loader = DataLoader(val_set)"
+    by_class = "val_loader = Data(sets).loaders['val']"
+    shard = "DistributedSampler(dataset, shuffle=False)"
+    reduce = (
+        "        t = torch.tensor([total, count])\n        dist.all_reduce(t)\n"
+        "        total, count = t.tolist()\n"
+    )
+    printed = ("epoch_val_loss", "print(f'{epoch_val_loss:.3f}')")
+    tagged = ("mean_loss", "self.writer.add_scalar('valid_loss', mean_loss, step)")
+    keyed = ("mean_loss", "self.writer.log({'val/loss': mean_loss})")
+    unnamed = ("mean_loss", "print(mean_loss)")
+    cases = [  # (the caller's loader, the data class's eval sampler, the log, the reduction, found)
+        (sharded, shard, printed, "", True),
+        (sharded, shard, tagged, "", True),
+        (sharded, shard, keyed, "", True),
+        (sharded, shard, unnamed, "", False),  # nothing names it a validation metric
+        (sharded, shard, printed, reduce, False),
+        (whole, shard, printed, "", False),
+        (by_class, shard, printed, "", True),
+        (by_class, "None", printed, "", False),
+    ]
+    for i, (loader, sampler, (name, log), reduced, expected) in enumerate(cases):
+        files = {
+            "trainer.py": trainer.format(reduce=reduced, name=name, log=log),
+            "data.py": data.format(sampler=sampler),
+            "main.py": main.format(loader=loader),
+        }
+        found = check_in_project(tmp_path / str(i), files, "main.py", where=True)
+        assert ((11, "DDL124") in found) is expected, (loader, sampler, log, reduced, found)
+    path = tmp_path / "0" / "main.py"
+    found = doctor.check_source(path.read_text(), str(path), neighbours=True)
+    assert [f.via for f in found if f.code == "DDL124"] == ["trainer.py:13"], found
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

@@ -1042,6 +1042,9 @@ class Checker:
         )
         self.reads_local_rank = any(reads_local_rank(n, self_parents) for n in self.nodes)
         self.called_local_is_global = False  # the calling script's fact (one_call_away)
+        self.called_eval_sharded = (
+            False  # the calling script shards its evaluation data (one_call_away)
+        )
         self.parent = self_parents
         self.calls = {}  # function name -> its call sites in this module (`f(...)`, `self.f(...)`)
         for call in calls:
@@ -5308,8 +5311,11 @@ class SummedLoss(Rule):
 LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
 # in the value given to a metric's entry: the accumulator (`total_val_loss`), whatever its prefix
 METRIC_WORD = re.compile(r"loss|acc|metric|score|ppl|perplexity|psnr|err", re.I)
+# `val_loss`, `test_acc`; behind one word (`epoch_val_loss`, `avg_val_metric`: PSED's, corpus 29); a key as
+# trackers spell it (`"val/loss"`)
 EVAL_METRIC = re.compile(
-    r"^(val|valid|validation|test|eval)_?[a-z_]*(loss|acc|accuracy|metric|score|f1|ppl|perplexity)",
+    r"^([a-z]+[_/.])?(val|valid|validation|test|eval)[_/.]?[a-z_/.]*"
+    r"(loss|acc|accuracy|metric|score|f1|ppl|perplexity)",
     re.I,
 )
 
@@ -5324,7 +5330,8 @@ class UnreducedEvalLog(Rule):
 
     def begin(self):
         self.shown = []
-        return self.m.distributed and self.eval_sharded()
+        sharded = self.eval_sharded()  # binds main_loggers too
+        return self.m.distributed and (sharded or self.m.called_eval_sharded)
 
     def eval_sharded(self):
         self.main_loggers = {  # print0(...): a function of this module that logs on one rank only
@@ -5379,10 +5386,19 @@ class UnreducedEvalLog(Rule):
         if (callee in LOGGERS or callee in self.main_loggers) and (
             main_only or self.m.guarded(node)
         ):
-            self.report(node, [*node.args, *(k.value for k in node.keywords)])
+            # `writer.add_scalar("valid_loss", loss_per_word, step)`: the tag names the value a metric
+            # (Retro3D's, corpus 29)
+            tag = node.args[0] if node.args else None
+            tagged = isinstance(tag, ast.Constant) and isinstance(tag.value, str)
+            self.report(
+                node,
+                [*node.args, *(k.value for k in node.keywords)],
+                tagged and bool(EVAL_METRIC.search(tag.value)),
+            )
 
-    def report(self, node, shown):
-        unreduced = {n for n in self.metrics_in(shown) if self.m.reductions.assigned_unreduced(n)}
+    def report(self, node, shown, entry=False):
+        metrics = self.metrics_in(shown, entry)
+        unreduced = {n for n in metrics if self.m.reductions.assigned_unreduced(n)}
         if unreduced:
             self.shown.append((node, unreduced))
 
@@ -5400,15 +5416,23 @@ class UnreducedEvalLog(Rule):
         ):
             self.report(node, [node.test])
 
-    def metrics_in(self, shown):
+    def metrics_in(self, shown, entry=False):
         """The names of the validation metrics a logged value is made of: `val_loss` itself, the accumulator
         behind a `result["val_loss"] = total_val_loss / n` entry (tango's, corpus 15), and what a message
         string formatted from them holds (`message = "...".format(valid_loss / n)`: AcademiCodec's)."""
         found, seen = set(), set()
-        todo = [(expression, False) for expression in shown]
+        todo = [(expression, entry) for expression in shown]
         while todo:
             expression, entry = todo.pop()
             for n in ast.walk(expression):
+                if isinstance(n, ast.Dict):  # `wandb.log({"val/loss": total / n})`
+                    todo += [
+                        (v, True)
+                        for k, v in zip(n.keys, n.values)
+                        if isinstance(k, ast.Constant)
+                        and isinstance(k.value, str)
+                        and EVAL_METRIC.search(k.value)
+                    ]
                 if isinstance(n, (ast.Name, ast.Attribute)) and (
                     EVAL_METRIC.search(last(dotted(n)))
                     or entry
@@ -7972,6 +7996,16 @@ class Project:
             if line is not None:
                 found[f.name] = (module_path, line)
         calls = {f.name: [n for n in ast.walk(f) if isinstance(n, ast.Call)] for f in functions}
+        # a class whose method builds it, called to make the loaders (Retro3D's `Data(config, val=True)`,
+        # whose get_data_loader shards the split that is not "train"; corpus 29)
+        for c in tree.body if kind == "eval" else ():
+            if isinstance(c, ast.ClassDef):
+                methods = [
+                    m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+                line = next((x for x in map(eval_padding, methods) if x is not None), None)
+                if line is not None:
+                    found[c.name] = (module_path, line)
         return functions, found, calls
 
     @staticmethod
@@ -8430,6 +8464,7 @@ ROOT_MARKERS = (
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL124",
     "DDL164",
     "DDL141",
     "DDL140",
@@ -8471,6 +8506,9 @@ def one_call_away(checker):
             checker.rank_flags
         ),  # `args.should_save = ... and is_master(args)`, read in the callee
         checker.local_is_global,
+        # the caller's evaluation data is sharded: Retro3D's `trainer.val(val_loader)` logs, in
+        # utils/trainer.py, the metric of a loader train.py built on a DistributedSampler
+        checker.distributed and UnreducedEvalLog(checker).eval_sharded(),
     )
     seen, found = set(), []
     syncs = bool(
@@ -8573,7 +8611,9 @@ def project_instances(checker):
 
 
 @functools.cache
-def findings_when_called(module, distributed, ddp, accelerate, rank_flags, local_is_global=False):
+def findings_when_called(
+    module, distributed, ddp, accelerate, rank_flags, local_is_global=False, eval_sharded=False
+):
     """Another module's findings, checked as its caller's callee (see one_call_away): `distributed`, the caller
     is a distributed script (otherwise the callee's own module decides, as RT-DETR's `init_distributed` in
     `src/misc/dist.py`, called from a `train.py` that names no process group); `ddp`, the caller wraps its model in
@@ -8584,7 +8624,7 @@ def findings_when_called(module, distributed, ddp, accelerate, rank_flags, local
             source,
             str(module),
             neighbours=True,
-            called=(distributed, ddp, accelerate, rank_flags, local_is_global),
+            called=(distributed, ddp, accelerate, rank_flags, local_is_global, eval_sharded),
         )
     except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError):
         return []
@@ -8603,6 +8643,7 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         checker.uses_accelerate = checker.uses_accelerate or called[2]
         checker.rank_flags = checker.rank_flags | called[3]
         checker.called_local_is_global = len(called) > 4 and called[4]
+        checker.called_eval_sharded = len(called) > 5 and called[5]
     if neighbours:
         checker.project = Project(path, tree)
         checker.rank_flags = checker.rank_flags | checker.project.rank_flags
