@@ -187,6 +187,45 @@ PAIRS = {
         "    early_stopping(vali_loss, model, path)\n    if early_stopping.early_stop:\n        break\n"
         + DDP_TAIL,
     ),
+    "an early-stopping count kept on rank 0 alone": (
+        "DDL134",
+        DDP_HEAD + "model = DDP(net)\nbest, bad = 0.0, 0\nfor epoch in range(99):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n"
+        "    if dist.get_rank() == 0:\n        acc = evaluate(model)\n"
+        "        if acc > best:\n            best, bad = acc, 0\n"
+        "        else:\n            bad += 1\n"
+        "    if bad >= 7:\n        break\n" + DDP_TAIL,
+        DDP_HEAD + "model = DDP(net)\nbest, bad = 0.0, 0\nfor epoch in range(99):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n"
+        "    acc = evaluate(model)  # every rank counts the same epochs\n"
+        "    if acc > best:\n        best, bad = acc, 0\n"
+        "    else:\n        bad += 1\n"
+        "    if bad >= 7:\n        break\n" + DDP_TAIL,
+    ),
+    "a method that returns the early-stopping count it keeps on rank 0": (
+        "DDL134",
+        DDP_HEAD + "class Saver:\n    def __init__(self, rank):\n"
+        "        self.rank, self.best, self.bad = rank, 0.0, 0\n"
+        "    def save(self, acc):\n        if self.rank < 1:\n"
+        "            if acc > self.best:\n                self.best, self.bad = acc, 0\n"
+        "            self.bad += 1\n        return self.bad >= 7\n"
+        "model = DDP(net)\nsaver = Saver(dist.get_rank())\nfor epoch in range(99):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n"
+        "    stop = saver.save(evaluate(model))\n    if stop:\n        break\n" + DDP_TAIL,
+        DDP_HEAD + "class Saver:\n    def __init__(self, rank):\n"
+        "        self.rank, self.best, self.bad = rank, 0.0, 0\n"
+        "    def save(self, acc):\n"
+        "        if acc > self.best:\n            self.best, self.bad = acc, 0\n"
+        "        self.bad += 1\n        if self.rank < 1:\n            print(self.best)\n"
+        "        return self.bad >= 7\n"
+        "model = DDP(net)\nsaver = Saver(dist.get_rank())\nfor epoch in range(99):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n"
+        "    stop = saver.save(evaluate(model))\n    if stop:\n        break\n" + DDP_TAIL,
+    ),
     "a pathlib folder made after an exists() check on every rank": (
         "DDL137",
         ACCELERATE_HEAD + "from pathlib import Path\nclass_images_dir = Path(args.class_data_dir)\n"
@@ -2289,6 +2328,27 @@ def test_a_validation_metric_logged_in_another_module_from_the_sharded_loader_it
     path = tmp_path / "0" / "main.py"
     found = doctor.check_source(path.read_text(), str(path), neighbours=True)
     assert [f.via for f in found if f.code == "DDL124"] == ["trainer.py:13"], found
+    # Retro3D's stop: `early_stop = trainer.save_models()`, a count kept on rank 0 in the other module
+    keeps = (
+        "class Saver:\n    def __init__(self, rank):\n        self.rank, self.bad = rank, 0\n"
+        "    def save_models(self):\n        if self.rank < 1:\n            self.bad += 1\n"
+        "        return self.bad >= 7\n"
+    )
+    stops = main.format(loader=whole).replace(
+        "trainer.val(val_loader, 0)\n",
+        "for epoch in range(9):\n    trainer.val(val_loader, 0)\n"
+        "    loss = model(x).sum()\n    loss.backward()\n"
+        "    early_stop = saver.save_models()\n    if early_stop:\n        break\n",
+    )
+    stops = stops.replace("from data import Data\n", "from saver import Saver\n")
+    stops = stops.replace("trainer = ", "saver = Saver(dist.get_rank())\ntrainer = ")
+    for i, (body, expected) in enumerate(
+        [(keeps, True), (keeps.replace("if self.rank < 1", "if True"), False)]
+    ):
+        files = {"trainer.py": trainer.format(reduce="", name="x", log="pass"), "saver.py": body}
+        files["main.py"] = stops
+        found = check_in_project(tmp_path / f"s{i}", files, "main.py", where=True)
+        assert ((17, "DDL134") in found) is expected, (body, found)
 
 
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():

@@ -940,6 +940,44 @@ def reads_local_rank(node, parent):
     )
 
 
+def returns_one_ranks_count(function):
+    """Whether a function returns what it sets only under a rank check in its body (Retro3D's `save_models`:
+    `if self.rank < 1: ... self.early_stop += 1`, then `return self.early_stop >= 7`): rank 0's answer, which
+    the others never reach."""
+    parent = {c: p for p in ast.walk(function) for c in ast.iter_child_nodes(p)}
+
+    def under_rank_check(node):
+        child, above = node, parent.get(node)
+        while above is not None and above is not function:
+            if isinstance(above, ast.If) and child is not above.test and mentions_rank(above.test):
+                return True
+            child, above = above, parent.get(above)
+        return False
+
+    returned = {
+        dotted(n)
+        for r in ast.walk(function)
+        if isinstance(r, ast.Return) and r.value is not None
+        for n in ast.walk(r.value)
+        if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)
+    }
+    for name in returned:
+        sets = [
+            n
+            for n in ast.walk(function)
+            if isinstance(n, (ast.Assign, ast.AugAssign))
+            and name
+            in {
+                dotted(t)
+                for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+            }
+        ]
+        if sets and all(map(under_rank_check, sets)):
+            return True
+    return False
+
+
 def flags_set_under_rank_checks(nodes, parent):
     """Names set to True, False or None in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
     self.save_models = False`): a flag the rank decides, as `save = rank == 0` is."""
@@ -3243,6 +3281,60 @@ class SkipOnLocalCondition(Rule):
     def begin(self):
         return self.m.wraps_in_ddp or self.m.uses_accelerate
 
+    def counted_on_one_rank(self, test, loop):
+        """Whether the test reads a name the loop sets only under a rank check: an early-stopping count kept on
+        rank 0 (`if rank == 0: ... bad += 1`, then `if bad >= patience: break`; Retro3D's `self.early_stop`,
+        corpus 29, seen). Rank 0 leaves the loop; the others never do."""
+        tested = {
+            dotted(n)
+            for n in ast.walk(test)
+            if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)
+        }
+        for name in tested:
+            sets = [
+                n
+                for n in ast.walk(loop)
+                if isinstance(n, (ast.Assign, ast.AugAssign))
+                and name
+                in {
+                    dotted(t)
+                    for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                }
+            ]
+            if sets and all(self.rank_check(n) is not None for n in sets):
+                return True
+            # `early_stop = trainer.save_models(dir)`, whose method returns a count it keeps on rank 0
+            made = [
+                n.value
+                for n in ast.walk(loop)
+                if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and name in {dotted(t) for t in n.targets}
+            ]
+            for call in made + [n for n in ast.walk(test) if isinstance(n, ast.Call)]:
+                if any(map(returns_one_ranks_count, self.functions_called(call))):
+                    return True
+        return False
+
+    def functions_called(self, call):
+        """The definitions a call runs: a function or method of this module by its name, or the function or
+        the method of a class of the project's other modules (one_call_away's reading)."""
+        local = self.m.reductions.defined.get(last(dotted(call.func)))
+        found = [local] if local is not None else []
+        for (module, name), method in called_targets(self.m, call, project_instances(self.m)):
+            for node in Project.tree(module).body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                    found.append(node)
+                if isinstance(node, ast.ClassDef) and node.name == name and method:
+                    found += [
+                        m
+                        for m in node.body
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and m.name == method
+                    ]
+        return found
+
     @staticmethod
     def exits_quietly(statement):
         """`exit()`, `sys.exit(0)`: the process ends with success, so torchrun's agent waits for the others,
@@ -3321,6 +3413,8 @@ class SkipOnLocalCondition(Rule):
         leaves = [s for s in node.body if isinstance(s, (ast.Continue, ast.Break, ast.Return))]
         loop = self.innermost_loop(node)
         per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
+        if leaves and isinstance(leaves[0], ast.Break) and loop is not None and not per_rank:
+            per_rank = self.counted_on_one_rank(node.test, loop)
         if (
             not leaves
             and loop is not None
