@@ -2351,6 +2351,64 @@ def test_a_validation_metric_logged_in_another_module_from_the_sharded_loader_it
         assert ((17, "DDL134") in found) is expected, (body, found)
 
 
+def test_a_hugging_face_trainer_script_the_repository_launches_in_processes_is_distributed(
+    tmp_path,
+):
+    """Corpus 30: multi-gpu-sft's README runs its SFTTrainer script with `accelerate launch`, and after
+    `trainer.train()` the script calls `model.save_pretrained(new_model_id)` on every process. The script names
+    no process group (the Trainer joins it), so only the repository's commands say it runs in several. Not when
+    the commands run it as one process, nor under the Trainer's own main-process test."""
+    script = (
+        "from transformers import AutoModelForCausalLM, TrainingArguments\n"
+        "from trl import SFTTrainer\n"
+        "model = AutoModelForCausalLM.from_pretrained('m')\n"
+        "trainer = SFTTrainer(model=model, args=TrainingArguments('out'), train_dataset=data)\n"
+        "trainer.train()\n"
+        "{guard}model.save_pretrained('final')\n"
+    )
+    cases = [  # (the README's command, the guard, whether DDL107 is found)
+        ("accelerate launch --config_file zero1.yaml train.py --bf16", "", True),
+        ("torchrun --nproc_per_node=4 train.py", "", True),
+        ("accelerate launch --num_processes 1 train.py", "", False),
+        ("python train.py --bf16", "", False),
+        ("accelerate launch train.py", "if trainer.is_world_process_zero():\n    ", False),
+    ]
+    for i, (command, guard, expected) in enumerate(cases):
+        files = {"README.md": f"```\n{command}\n```\n", "train.py": script.format(guard=guard)}
+        found = check_in_project(tmp_path / str(i), files, "train.py", where=True)
+        assert ((6 + bool(guard), "DDL107") in found) is expected, (command, guard, found)
+
+
+def test_a_write_after_an_assert_that_only_the_main_process_gets_there_or_made_main_first():
+    """Corpus 28 (seen), FastChat's train_flant5.py: `if dist.get_rank() != 0: dist.barrier()`, then, where
+    the preprocessed file is missing, `if not os.path.exists(d): os.mkdir(d)` and `assert dist.get_rank() == 0`
+    before the write: rank 0 makes the folder and writes while the others wait, and they find both made."""
+    script = (
+        DDP_HEAD + "import os\n"
+        "def load(path):\n"
+        "{first}"
+        "    if not os.path.exists('cache'):\n        os.mkdir('cache')\n"
+        "{asserted}"
+        "    torch.save(build(), path)\n"
+        "load('cache/data.pt')\n" + DDP_TAIL
+    )
+    first = "    if dist.get_rank() != 0:\n        dist.barrier()\n"
+    asserted = "    assert dist.get_rank() == 0, 'only the first process writes'\n"
+    cases = [  # (the main-first barrier, the assert, the codes found)
+        (first, asserted, []),
+        ("", asserted, ["DDL137"]),
+        (first, "", ["DDL107"]),
+        ("", "", ["DDL107", "DDL137"]),
+    ]
+    for before, asserts, expected in cases:
+        found = codes_of(script.replace("{first}", before).replace("{asserted}", asserts))
+        assert sorted(c for c in found if c in ("DDL107", "DDL137")) == expected, (
+            before,
+            asserts,
+            found,
+        )
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

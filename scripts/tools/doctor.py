@@ -978,6 +978,20 @@ def returns_one_ranks_count(function):
     return False
 
 
+def hf_trainer(checker):
+    """A script that trains with a Hugging Face Trainer: transformers' or trl's `Trainer`, `SFTTrainer`,
+    `Seq2SeqTrainer`, ... built and its `train()` called."""
+    imported = {
+        alias.asname or alias.name
+        for n in checker.nodes
+        if isinstance(n, ast.ImportFrom)
+        and (n.module or "").split(".")[0] in ("transformers", "trl")
+        for alias in n.names
+        if alias.name.endswith("Trainer")
+    }
+    return bool(imported & set(checker.calls)) and "train" in checker.calls
+
+
 def flags_set_under_rank_checks(nodes, parent):
     """Names set to True, False or None in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
     self.save_models = False`): a flag the rank decides, as `save = rank == 0` is."""
@@ -1010,6 +1024,12 @@ def joins(statements):
         for statement in statements
         for n in ast.walk(statement)
     )
+
+
+def asserts_main(statement):
+    """`assert dist.get_rank() == 0, "Only the first process should process"`: what follows runs on the main
+    process alone (FastChat's train_flant5.py, whose other ranks wait at a barrier and then read the file)."""
+    return isinstance(statement, ast.Assert) and selects_main(statement.test)
 
 
 def returns_unless(statement):
@@ -1360,6 +1380,23 @@ class Checker:
         """The repository around the checked file (Project.root_of), or None (a string, or no repository)."""
         return Project.root_of(self.path) if self.path != "<string>" else None
 
+    def launched_in_processes(self):
+        """The repository's commands run this file with a launcher that starts several processes: `accelerate
+        launch` (not with --num_processes 1 or --cpu), torchrun, `python -m torch.distributed.launch` or `run`,
+        deepspeed."""
+        root = self.root
+        if root is None:
+            return False
+        named = Project.naming(self.path)
+        launcher = re.compile(
+            r"\s*(\w+=\S*\s+)*(accelerate\s+launch|torchrun|deepspeed|python3?\s+-m\s+torch\.distributed\.(launch|run))\b"
+        )
+        one = re.compile(r"--num_processes[= ]+1\b|--nproc_per_node[= ]+1\b|--cpu\b")
+        return any(
+            launcher.match(command) and named.search(command) and not one.search(command)
+            for command in Project.commands(root)
+        )
+
     @functools.cached_property
     def single_node(self):
         """The repository launches this work on one machine only: its pages and shell scripts give distributed
@@ -1603,7 +1640,9 @@ class Checker:
                 )
             ):
                 return True  # the launcher's own lines, before mp.spawn starts the ranks
-            if isinstance(child, ast.stmt) and any(map(returns_unless, siblings(self, child)[0])):
+            if isinstance(child, ast.stmt) and any(
+                returns_unless(s) or asserts_main(s) for s in siblings(self, child)[0]
+            ):
                 return True
             child = parent
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -3724,8 +3763,40 @@ class MakedirsOnEveryRank(CallRule):
             return
         if self.m.spawned and self.function_of(call) is None:
             return  # module level: the parent makes it before mp.spawn, the re-imported children find it
+        if self.main_first(call):
+            return
         if self.every_rank_on_a_shared_folder(call, folder, handled_is_safe=True):
             self.add(call, fixable=False)
+
+    def main_first(self, call):
+        """`if not os.path.exists(folder): os.mkdir(folder)` after `if dist.get_rank() != 0: dist.barrier()`:
+        the main process makes it while the others wait, and they find it made (FastChat's train_flant5.py)."""
+        tested = any(
+            isinstance(p, ast.If)
+            and any(
+                isinstance(n, ast.Call) and last(dotted(n.func)) in PATH_TESTS
+                for n in ast.walk(p.test)
+            )
+            for p in self.m.parents_of(call)
+        )
+        child = call
+        for parent in self.m.parents_of(call) if tested else ():
+            if isinstance(child, ast.stmt):
+                for before in siblings(self.m, child)[0]:
+                    if (
+                        isinstance(before, ast.If)
+                        and mentions_rank(before.test)
+                        and not selects_main(before.test)
+                        and any(
+                            isinstance(n, ast.Call) and last(dotted(n.func)) in BARRIERS
+                            for n in ast.walk(before)
+                        )
+                    ):
+                        return True
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            child = parent
+        return False
 
 
 class DownloadOnEveryRank(CallRule):
@@ -8744,6 +8815,12 @@ def check_source(source, path="<string>", neighbours=False, called=None):
         # a script that joins the process group through a helper of its own (`dist_utils.init_dist(...)`)
         checker.distributed = checker.distributed or any(
             checker.project.joins(dotted(c.func)) for c in checker.nodes if isinstance(c, ast.Call)
+        )
+        # a Hugging Face Trainer script the repository launches in several processes: the Trainer joins the
+        # group itself, and what the script does after trainer.train() runs on every rank (multi-gpu-sft's
+        # `model.save_pretrained(new_model_id)`, corpus 30)
+        checker.distributed = checker.distributed or (
+            hf_trainer(checker) and checker.launched_in_processes()
         )
     # a callee's module: only the rules one_call_away carries back to the caller
     run_rules(checker, None if called is None else REACHED | {"DDL101"})
