@@ -1033,10 +1033,13 @@ def asserts_main(statement):
 
 
 def returns_unless(statement):
-    """`if not is_main: return` (or `if rank != 0: return`): what follows it runs on the selected ranks only."""
+    """`if not is_main: return` (or `if rank != 0: return`): what follows it runs on the selected ranks only.
+    Not `if args.show_model and args.rank == 0: return`: the main process leaves, and the rest is every other
+    rank's (Action-Recognition-Study's validate() calls, corpus 30)."""
     return (
         isinstance(statement, ast.If)
         and mentions_rank(statement.test)
+        and not selects_main(statement.test)
         and not per_node(statement.test)
         and not statement.orelse
         and isinstance(statement.body[-1], (ast.Return, ast.Continue))
@@ -2696,13 +2699,26 @@ class LoadIntoWrapper(CallRule):
             return
         self.add(call, fixable=False)
 
-    def wrapped_at(self, call, owner):
+    def wrapped_at(self, call, owner, depth=3):
         """Whether `owner` is the wrapper where it loads: its last binding before the load in the load's
         function (or module) is the wrap, or it has none there (an attribute or a global wrapped elsewhere). Not
         a model bound again to the plain network first (the migrated quickstart's `model = NeuralNetwork()`
         before it loads its file back) nor one wrapped only after the load."""
         scope = self.function_of(call) or self.m.tree
-        bindings = sorted(
+        bindings = self.bindings(scope, owner)
+        before = [wraps for line, wraps in bindings if line < call.lineno]
+        if before:
+            return before[-1]
+        if not bindings and depth and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # a method that loads, called from __init__ before the wrap (the DDP tutorial series'
+            # `self._load_snapshot(path)`, then `self.model = DDP(self.model)`; corpus 30)
+            callers = [c for c in self.m.calls.get(scope.name, []) if not is_inside(c, scope)]
+            return not callers or any(self.wrapped_at(c, owner, depth - 1) for c in callers)
+        return not bindings  # bound only after the load: not wrapped yet
+
+    def bindings(self, scope, owner):
+        """(line, whether it wraps) of each binding of `owner` in a function or module."""
+        return sorted(
             (
                 n.lineno,
                 bool(
@@ -2715,10 +2731,6 @@ class LoadIntoWrapper(CallRule):
             if isinstance(n, ast.Assign)
             and any(owner in {dotted(t), *map(dotted, getattr(t, "elts", []))} for t in n.targets)
         )
-        before = [wraps for line, wraps in bindings if line < call.lineno]
-        if before:
-            return before[-1]
-        return not bindings  # bound only after the load: not wrapped yet
 
 
 # the owner of a state_dict() that is the inner model: `model.module`, `unwrap_model(model)`, `unwrapped_model`,
@@ -3820,7 +3832,29 @@ class DownloadOnEveryRank(CallRule):
                 for item in parent.items
             ):
                 return  # the main process downloads, the others wait, then find the files
+        if self.committed(call):
+            return
         self.add(call, fixable=False)
+
+    def committed(self, call):
+        """The repository holds the data already, under the root the call names (`root="data"`, with a folder
+        in data/ beside the script or at the repository's top: the pytorch-multi-GPU-training-tutorial's
+        data/FashionMNIST, corpus 30): the dataset finds its files and downloads nothing."""
+        root = keyword(call, "root") or (call.args[0] if call.args else None)
+        if (
+            not (isinstance(root, ast.Constant) and isinstance(root.value, str))
+            or self.m.root is None
+        ):
+            return False
+        dataset = re.sub(r"\W|_", "", last(dotted(call.func))).lower()  # FashionMNIST, CIFAR10
+        for base in {Path(self.m.path).resolve().parent, self.m.root}:
+            folder = base / root.value
+            if folder.is_dir() and any(  # data/FashionMNIST, data/cifar-10-batches-py
+                p.is_dir() and dataset in re.sub(r"\W|_", "", p.name).lower()
+                for p in folder.iterdir()
+            ):
+                return True
+        return False
 
 
 class RmtreeOnEveryRank(CallRule):
@@ -4100,6 +4134,9 @@ class SameNoiseEveryRank(SameSeedEveryRank):
             and not keyword(c, "generator")  # a generator of its own is seeded where it is made
             and (not gpu_only or last(dotted(c.func)).endswith("_like") or keyword(c, "device"))
             and self.in_training_step(c)
+            # rank 0's samples for a picture (`if local_rank == 0 and ep % vis_iter == 0:`, CuiJiali-CV's
+            # pytorch-ddp, corpus 30): one process draws, no step
+            and self.rank_check(c) is None
         ]
         if not self.draws:
             # the step drawn in the project's model: `loss = self.model.compute_loss(batch)`, whose
