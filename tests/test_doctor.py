@@ -535,6 +535,16 @@ CASES = {
         "for x in loader:\n    accelerator.backward(disc(gen(x)).mean())\n    opt_d.step()\n"
         "    opt_g.step()\n",
     ),
+    "DDL166": (
+        "import os\nimport torch.distributed as dist\n"
+        "def ddp_setup():\n    os.environ['MASTER_ADDR'] = 'localhost'\n"
+        "    os.environ['MASTER_PORT'] = '12355'\n    dist.init_process_group('nccl')\n"
+        "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n",
+        "import os\nimport torch.distributed as dist\n"
+        "def ddp_setup():\n    os.environ.setdefault('MASTER_PORT', '12355')  # torchrun's wins\n"
+        "    dist.init_process_group('nccl')\n"
+        "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -2461,6 +2461,51 @@ def test_corpus_30s_false_findings_are_left_alone(tmp_path):
     assert "DDL152" in codes_of(picture, test="if epoch % 5 == 0:")
 
 
+def test_the_rendezvous_a_torchrun_script_overwrites(tmp_path):
+    """DDL166, corpus 30: a DDP tutorial series' torchrun script sets MASTER_ADDR and MASTER_PORT as the mp.spawn
+    script it was copied from does; under torchrun the workers then connect to a port where nothing listens
+    (measured: two gloo workers timed out at localhost:12355, and joined at once without the lines). Quiet for
+    setdefault, a fallback under an `if`, a script that spawns its own processes, and one that reads Slurm's
+    variables; found where the repository's commands run it with torchrun though it reads no LOCAL_RANK."""
+    script = (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "{spawn}def ddp_setup():\n{setting}"
+        "    dist.init_process_group('nccl')\n{local}ddp_setup()\n"
+    )
+    overwrite = (
+        "    os.environ['MASTER_ADDR'] = 'localhost'\n    os.environ['MASTER_PORT'] = '12355'\n"
+    )
+    local = "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    cases = [  # (setting, local rank read, spawn, found)
+        (overwrite, local, "", True),
+        ("    os.environ.setdefault('MASTER_PORT', '12355')\n", local, "", False),
+        (
+            "    if 'MASTER_PORT' not in os.environ:\n        os.environ['MASTER_PORT'] = '1'\n",
+            local,
+            "",
+            False,
+        ),
+        (overwrite, "", "", False),
+        (overwrite.replace("'localhost'", "os.environ['SLURM_NODELIST']"), local, "", False),
+        (
+            overwrite,
+            local,
+            "import torch.multiprocessing as mp\nmp.spawn(ddp_setup, nprocs=2)\n",
+            False,
+        ),
+    ]
+    for setting, read, spawn, expected in cases:
+        found = codes_of(script, setting=setting, local=read, spawn=spawn)
+        assert ("DDL166" in found) is expected, (setting, read, spawn, found)
+    # no LOCAL_RANK read, but the README launches it with torchrun
+    files = {
+        "README.md": "```\ntorchrun --nproc_per_node=2 train.py\n```\n",
+        "train.py": script.format(setting=overwrite, local="", spawn=""),
+    }
+    assert (5, "DDL166") in check_in_project(tmp_path / "t", files, "train.py", where=True)
+    assert "DDL166" in doctor.PREVIEW and "DDL166" in doctor.UNMEASURED
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

@@ -508,6 +508,18 @@ RULES = {
         "all-reduce, so every process trains its own copy and they drift apart; and its step skips what the "
         "AcceleratedOptimizer does, unscaling fp16 gradients and holding the step during accumulation.",
     ),
+    "DDL166": (
+        "MASTER_ADDR or MASTER_PORT set by a script that torchrun launches",
+        "leave both to the launcher; set them only where the script starts its own processes (mp.spawn), or "
+        "with os.environ.setdefault",
+        "2-join-the-process-group",
+        "torchrun (and torch.distributed.launch, which runs it) sets MASTER_ADDR and MASTER_PORT to the store its "
+        "agent already serves, and the workers connect to it as clients. A script that overwrites them sends "
+        "every process to a port where nothing listens: measured here with torch 2.13, two gloo workers under "
+        "torchrun timed out connecting to localhost:12355, and joined at once without the two lines or with "
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1. pytorch/examples' mp.spawn script sets them; its torchrun "
+        "script does not.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -768,7 +780,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL158", "DDL160", "DDL164", "DDL165"})
+UNMEASURED = frozenset({"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -6451,6 +6463,64 @@ class UnpreparedOptimizerStep(CallRule):
         )
 
 
+class RendezvousOverwritten(Rule):
+    """DDL166: `os.environ["MASTER_PORT"] = "12355"` (or MASTER_ADDR) in a script torchrun launches: one that
+    reads `os.environ["LOCAL_RANK"]` (which only a launcher sets) or that the repository's commands run with
+    torchrun or torch.distributed.launch / run, and that starts no processes of its own (mp.spawn, Process) and
+    reads no Slurm variables. Not where the assignment sits under an `if` (a fallback for another launcher) or
+    goes through setdefault (a DDP tutorial series copied from pytorch/examples' mp.spawn script, corpus 30)."""
+
+    code = "DDL166"
+    KEYS = ("MASTER_ADDR", "MASTER_PORT")
+
+    def begin(self):
+        if not self.m.distributed or self.m.spawned or self.m.forks_through_a_helper:
+            return False
+        if "SLURM" in self.m.text:
+            return False
+        if any(
+            isinstance(c, ast.Call) and last(dotted(c.func)) in (*LAUNCHERS, "Popen")
+            for c in self.m.nodes
+        ):
+            return False
+        self.reported = False
+        return self.local_rank_read() or self.launched_by_torchrun()
+
+    def local_rank_read(self):
+        """`os.environ["LOCAL_RANK"]`, no default: the script counts on a launcher."""
+        return any(
+            isinstance(n, ast.Subscript)
+            and dotted(n.value) == "os.environ"
+            and isinstance(n.slice, ast.Constant)
+            and n.slice.value == "LOCAL_RANK"
+            and isinstance(n.ctx, ast.Load)
+            for n in self.m.nodes
+        )
+
+    def launched_by_torchrun(self):
+        root = self.m.root
+        if root is None:
+            return False
+        named = Project.naming(self.m.path)
+        return any(
+            re.search(r"\btorchrun\b|torch\.distributed\.(launch|run)\b", c) and named.search(c)
+            for c in Project.commands(root)
+        )
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Subscript)
+                and dotted(target.value) == "os.environ"
+                and isinstance(target.slice, ast.Constant)
+                and target.slice.value in self.KEYS
+                and not self.reported
+                and not any(isinstance(p, ast.If) for p in self.m.parents_of(node))
+            ):
+                self.reported = True  # one finding: the two lines are one mistake
+                self.add(node, fixable=False)
+
+
 class PaddedEvalSampler(Rule):
     """DDL127: `DistributedSampler(val_set, ...)` (an eval set by its name, not drop_last=True) in a module
     that reduces or gathers across ranks, with no sign of removing the padding: no slice of the gathered
@@ -7565,6 +7635,7 @@ RULE_CLASSES = [
     LoadIntoWrapper,
     PerRankSamplerSeed,
     UnpreparedOptimizerStep,
+    RendezvousOverwritten,
 ]
 
 
