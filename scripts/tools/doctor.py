@@ -1396,21 +1396,27 @@ class Checker:
         """The repository around the checked file (Project.root_of), or None (a string, or no repository)."""
         return Project.root_of(self.path) if self.path != "<string>" else None
 
+    def launched_with(self, launcher, unless=None):
+        """Whether one of the repository's commands that runs this file matches the pattern `launcher` (and not
+        `unless`)."""
+        if self.root is None:
+            return False
+        named = Project.naming(self.path)
+        return any(
+            re.search(launcher, command)
+            and named.search(command)
+            and not (unless and re.search(unless, command))
+            for command in Project.commands(self.root)
+        )
+
     def launched_in_processes(self):
         """The repository's commands run this file with a launcher that starts several processes: `accelerate
         launch` (not with --num_processes 1 or --cpu), torchrun, `python -m torch.distributed.launch` or `run`,
         deepspeed."""
-        root = self.root
-        if root is None:
-            return False
-        named = Project.naming(self.path)
-        launcher = re.compile(
-            r"\s*(\w+=\S*\s+)*(accelerate\s+launch|torchrun|deepspeed|python3?\s+-m\s+torch\.distributed\.(launch|run))\b"
-        )
-        one = re.compile(r"--num_processes[= ]+1\b|--nproc_per_node[= ]+1\b|--cpu\b")
-        return any(
-            launcher.match(command) and named.search(command) and not one.search(command)
-            for command in Project.commands(root)
+        return self.launched_with(
+            r"^\s*(\w+=\S*\s+)*(accelerate\s+launch|torchrun|deepspeed|python3?\s+-m\s+"
+            r"torch\.distributed\.(launch|run))\b",
+            unless=r"--num_processes[= ]+1\b|--nproc_per_node[= ]+1\b|--cpu\b",
         )
 
     @functools.cached_property
@@ -2267,15 +2273,8 @@ class DeprecatedLauncher(Rule):
     def launched_by_deepspeed(self):
         """The repository's commands run this file with DeepSpeed's launcher (`deepspeed train_ds.py ...`),
         which hands every process `--local_rank=N` (LISA, corpus 22, seen): the argument is the launcher's."""
-        root = self.m.root
-        if root is None:
-            return False
-        named = Project.naming(self.m.path)
-        return any(
-            # `CUDA_VISIBLE_DEVICES=0,1 deepspeed --master_port 520 train.py` (ChatGLM-Finetuning, corpus 23)
-            re.match(r"\s*(\w+=\S*\s+)*deepspeed\b", command) and named.search(command)
-            for command in Project.commands(root)
-        )
+        # `CUDA_VISIBLE_DEVICES=0,1 deepspeed --master_port 520 train.py` (ChatGLM-Finetuning, corpus 23)
+        return self.m.launched_with(r"^\s*(\w+=\S*\s+)*deepspeed\b")
 
     def starts_processes(self):
         """The module starts its processes itself: `mp.spawn(run, ...)`, `Process(target=run)`, or a function
@@ -6498,14 +6497,7 @@ class RendezvousOverwritten(Rule):
         )
 
     def launched_by_torchrun(self):
-        root = self.m.root
-        if root is None:
-            return False
-        named = Project.naming(self.m.path)
-        return any(
-            re.search(r"\btorchrun\b|torch\.distributed\.(launch|run)\b", c) and named.search(c)
-            for c in Project.commands(root)
-        )
+        return self.m.launched_with(r"\btorchrun\b|torch\.distributed\.(launch|run)\b")
 
     def visit_Assign(self, node):
         for target in node.targets:
