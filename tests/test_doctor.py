@@ -545,6 +545,15 @@ CASES = {
         "    dist.init_process_group('nccl')\n"
         "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n",
     ),
+    "DDL167": (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x, y in loader:\n    loss = loss_fn(model(x), y) / dist.get_world_size()\n"
+        "    loss.backward()\n    optimizer.step()\n",
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x, y in loader:\n    loss = loss_fn(model(x), y)  # DDP averages\n"
+        "    loss.backward()\n    optimizer.step()\n"
+        "    shown = loss.detach() / dist.get_world_size()\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
@@ -584,6 +593,7 @@ def test_every_rule_has_a_fixture_an_explanation_and_a_guide_section():
             .replace(":", "")  # GitHub's anchors drop it too
             .replace("`", "")
             .replace("'", "")
+            .translate(str.maketrans("", "", "()="))  # and these
             for line in guide.splitlines()
             if line.startswith("#")
         ), (code, anchor)

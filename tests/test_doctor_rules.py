@@ -2506,6 +2506,43 @@ def test_the_rendezvous_a_torchrun_script_overwrites(tmp_path):
     assert "DDL166" in doctor.PREVIEW and "DDL166" in doctor.UNMEASURED
 
 
+def test_a_loss_divided_by_the_world_size_before_its_backward():
+    """DDL167, corpus 30: haozhi1817's pytorch-ddp engine divides its loss by the world size and backwards
+    `scaler.scale(loss)` on a DDP model, which averages the gradients already: every step world_size times
+    smaller. Found through a name, in place, under a scaler or accelerator.backward; not for a division by the
+    accumulation count, one for the log after the backward, or where the script all-reduces gradients itself."""
+    script = (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "dist.init_process_group('nccl')\nworld_size = dist.get_world_size()\nmodel = DDP(net)\n"
+        "for x, y in loader:\n    loss = loss_fn(model(x), y)\n{step}{extra}"
+    )
+    cases = [  # (the step, anything else, found)
+        ("    loss = loss / world_size\n    loss.backward()\n", "", True),
+        ("    loss /= world_size\n    loss.backward()\n", "", True),
+        ("    (loss / world_size).backward()\n", "", True),
+        ("    scaler.scale(loss / dist.get_world_size()).backward()\n", "", True),
+        ("    loss = loss / accum_steps\n    loss.backward()\n", "", False),
+        ("    loss.backward()\n    shown = loss.item() / world_size\n", "", False),
+        (
+            "    loss = loss / world_size\n    loss.backward()\n",
+            "    for p in model.parameters():\n        dist.all_reduce(p.grad)\n",
+            False,
+        ),
+    ]
+    for step, extra, expected in cases:
+        found = codes_of(script, step=step, extra=extra)
+        assert ("DDL167" in found) is expected, (step, extra, found)
+    prepared = (
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for x, y in loader:\n    loss = loss_fn(model(x), y)\n"
+        "    accelerator.backward(loss / accelerator.num_processes)\n    optimizer.step()\n"
+    )
+    assert "DDL167" in codes_of(prepared)
+    assert "DDL167" not in codes_of(prepared.replace(" / accelerator.num_processes", ""))
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

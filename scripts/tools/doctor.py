@@ -520,6 +520,16 @@ RULES = {
         "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1. pytorch/examples' mp.spawn script sets them; its torchrun "
         "script does not.",
     ),
+    "DDL167": (
+        "a training loss divided by the world size before its backward, under DDP, FSDP or Accelerate",
+        "drop the division: the wrapper averages the gradients over the processes already",
+        "18-a-summed-loss-reductionsum",
+        "DDP (and FSDP, and accelerator.backward) averages the gradients over the processes: a loss that is a "
+        "mean over the rank's batch already gives the global batch's gradient. Divided by the world size too, "
+        "every gradient is world_size times smaller than the plain script's, silently (the learning rate "
+        "divided by the process count). A division for the log line, after the backward or on a detached "
+        "copy, changes nothing and is not reported.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -780,7 +790,7 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166"})
+UNMEASURED = frozenset({"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166", "DDL167"})
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -5522,6 +5532,67 @@ class SummedLoss(Rule):
                 self.add(node)
 
 
+class LossOverWorldSize(Rule):
+    """DDL167: the value a backward runs on is a loss divided by the world size (`loss = loss_dict["total"] /
+    self.world_size`, then `scaler.scale(loss).backward()`: haozhi1817's pytorch-ddp engine, corpus 30), in a
+    module whose model is wrapped in DDP or FSDP or prepared by Accelerate, which average the gradients
+    themselves. Not a division for the log, nor where the module all-reduces gradients by hand."""
+
+    code = "DDL167"
+
+    def begin(self):
+        if not (self.m.wraps_in_ddp or self.m.fsdp_wrapped or self.m.uses_accelerate):
+            return False
+        # `dist.all_reduce(param.grad)`: a hand-made average, which the division may be part of
+        return not any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) == "all_reduce"
+            and "grad" in ast.unparse(n.args[0] if n.args else n)
+            for n in self.m.nodes
+        )
+
+    @staticmethod
+    def divides(value):
+        return (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Div)
+            and bool(WORLD_SIZE.search(ast.unparse(value.right)))
+        )
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "backward":
+            value = func.value
+            if isinstance(value, ast.Call) and last(dotted(value.func)) == "scale" and value.args:
+                value = value.args[0]  # scaler.scale(loss).backward()
+            elif node.args and dotted(func.value).endswith(("accelerator", "engine", "model")):
+                value = node.args[0]  # accelerator.backward(loss)
+        else:
+            return
+        if self.divides(value) or isinstance(value, ast.Name) and self.made_divided(value, node):
+            self.add(node, fixable=False)
+
+    def made_divided(self, name, call):
+        """The last binding of `name` before the backward, in its function, divides by the world size."""
+        scope = self.function_of(call) or self.m.tree
+        bound = [
+            n
+            for n in scope_nodes(scope)
+            if isinstance(n, (ast.Assign, ast.AugAssign))
+            and n.lineno < call.lineno
+            and name.id
+            in {dotted(t) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}
+        ]
+        if not bound:
+            return False
+        last_bound = max(bound, key=lambda n: n.lineno)
+        if isinstance(last_bound, ast.AugAssign):
+            return isinstance(last_bound.op, ast.Div) and bool(
+                WORLD_SIZE.search(ast.unparse(last_bound.value))
+            )
+        return self.divides(last_bound.value)
+
+
 LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
 # in the value given to a metric's entry: the accumulator (`total_val_loss`), whatever its prefix
 METRIC_WORD = re.compile(r"loss|acc|metric|score|ppl|perplexity|psnr|err", re.I)
@@ -7628,6 +7699,7 @@ RULE_CLASSES = [
     PerRankSamplerSeed,
     UnpreparedOptimizerStep,
     RendezvousOverwritten,
+    LossOverWorldSize,
 ]
 
 
