@@ -2476,7 +2476,7 @@ def test_the_rendezvous_a_torchrun_script_overwrites(tmp_path):
         "    os.environ['MASTER_ADDR'] = 'localhost'\n    os.environ['MASTER_PORT'] = '12355'\n"
     )
     local = "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
-    cases = [  # (setting, local rank read, spawn, found)
+    rows = [  # (setting, local rank read, spawn, found)
         (overwrite, local, "", True),
         ("    os.environ.setdefault('MASTER_PORT', '12355')\n", local, "", False),
         (
@@ -2494,9 +2494,7 @@ def test_the_rendezvous_a_torchrun_script_overwrites(tmp_path):
             False,
         ),
     ]
-    for setting, read, spawn, expected in cases:
-        found = codes_of(script, setting=setting, local=read, spawn=spawn)
-        assert ("DDL166" in found) is expected, (setting, read, spawn, found)
+    assert_found("DDL166", script, ("setting", "local", "spawn"), rows)
     # no LOCAL_RANK read, but the README launches it with torchrun
     files = {
         "README.md": "```\ntorchrun --nproc_per_node=2 train.py\n```\n",
@@ -2517,7 +2515,7 @@ def test_a_loss_divided_by_the_world_size_before_its_backward():
         "dist.init_process_group('nccl')\nworld_size = dist.get_world_size()\nmodel = DDP(net)\n"
         "for x, y in loader:\n    loss = loss_fn(model(x), y)\n{step}{extra}"
     )
-    cases = [  # (the step, anything else, found)
+    rows = [  # (the step, anything else, found)
         ("    loss = loss / world_size\n    loss.backward()\n", "", True),
         ("    loss /= world_size\n    loss.backward()\n", "", True),
         ("    (loss / world_size).backward()\n", "", True),
@@ -2530,9 +2528,7 @@ def test_a_loss_divided_by_the_world_size_before_its_backward():
             False,
         ),
     ]
-    for step, extra, expected in cases:
-        found = codes_of(script, step=step, extra=extra)
-        assert ("DDL167" in found) is expected, (step, extra, found)
+    assert_found("DDL167", script, ("step", "extra"), rows)
     prepared = (
         ACCELERATE_HEAD
         + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
