@@ -554,6 +554,18 @@ CASES = {
         "    loss.backward()\n    optimizer.step()\n"
         "    shown = loss.detach() / dist.get_world_size()\n",
     ),
+    "DDL168": (
+        "import torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "def cleanup():\n    dist.destroy_process_group()\n"
+        "def main(rank, world):\n    dist.init_process_group('gloo', rank=rank, world_size=world)\n"
+        "    train(rank)\n"
+        "if __name__ == '__main__':\n    mp.spawn(main, args=(2,), nprocs=2)\n    cleanup()\n",
+        "import torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "def cleanup():\n    dist.destroy_process_group()\n"
+        "def main(rank, world):\n    dist.init_process_group('gloo', rank=rank, world_size=world)\n"
+        "    train(rank)\n    cleanup()  # in each worker, which joined\n"
+        "if __name__ == '__main__':\n    mp.spawn(main, args=(2,), nprocs=2)\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -2539,6 +2539,31 @@ def test_a_loss_divided_by_the_world_size_before_its_backward():
     assert "DDL167" not in codes_of(prepared.replace(" / accelerator.num_processes", ""))
 
 
+def test_the_group_destroyed_in_the_process_that_spawned_the_workers():
+    """DDL168, corpus 30: pytorch-ddpm-ddp's `__main__` calls `cleanup()` (destroy_process_group) after
+    `mp.spawn` returns, in the parent, which never joined (torch 2.13 raises there, measured: "Process group
+    cannot be None"). Found directly or through the helper; not where the parent joined first, nor in the
+    one-process branch."""
+    script = (
+        "import torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "def cleanup():\n    dist.destroy_process_group()\n"
+        "def main(rank):\n    dist.init_process_group('gloo')\n    train(rank)\n"
+        "if __name__ == '__main__':\n{joined}    if gpus > 1:\n"
+        "        mp.spawn(main, nprocs=gpus)\n        {after}\n    else:\n        main(0)\n"
+    )
+    assert_found(
+        "DDL168",
+        script,
+        ("joined", "after"),
+        (
+            ("", "cleanup()", True),
+            ("", "dist.destroy_process_group()", True),
+            ("", "print('done')", False),
+            ("    dist.init_process_group('gloo', rank=0, world_size=1)\n", "cleanup()", False),
+        ),
+    )
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

@@ -530,6 +530,15 @@ RULES = {
         "divided by the process count). A division for the log line, after the backward or on a detached "
         "copy, changes nothing and is not reported.",
     ),
+    "DDL168": (
+        "destroy_process_group in the process that starts the workers (after mp.spawn), which never joined",
+        "destroy the group in the worker function, at its end; the parent has none",
+        "2-join-the-process-group",
+        "mp.spawn runs the worker function in new processes; each joins the group and should leave it. The "
+        "process that called mp.spawn never called init_process_group, so its destroy_process_group has no "
+        "group to destroy: torch 2.13 raises (AssertionError: Process group cannot be None, measured here), and "
+        "every run that trained to the end exits with a traceback and a failure status.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -790,7 +799,9 @@ MEASURED = {
 }
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
-UNMEASURED = frozenset({"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166", "DDL167"})
+UNMEASURED = frozenset(
+    {"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166", "DDL167", "DDL168"}
+)
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
 )
@@ -5532,6 +5543,47 @@ class SummedLoss(Rule):
                 self.add(node)
 
 
+class DestroyInTheParent(Rule):
+    """DDL168: `mp.spawn(main, ...)` then `cleanup()` (whose body calls destroy_process_group) or
+    destroy_process_group itself, in the block that spawns: the parent never joined a group (pytorch-ddpm-ddp's
+    `__main__`, corpus 30). Not where that block joins one itself first."""
+
+    code = "DDL168"
+
+    def begin(self):
+        self.destroyers = {
+            f.name
+            for f in self.m.nodes
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(
+                isinstance(n, ast.Call) and last(dotted(n.func)) == "destroy_process_group"
+                for n in ast.walk(f)
+            )
+        }
+        return bool(self.m.spawned)
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) not in LAUNCHERS:
+            return
+        statement = next(p for p in self.m.parents_of(node) if isinstance(p, ast.stmt))
+        after = siblings(self.m, statement)[1]
+        child = statement  # joined before, in this block or one around it
+        while child in self.m.parent and not isinstance(child, (ast.FunctionDef, ast.Module)):
+            if isinstance(child, ast.stmt) and joins(
+                [s for s in siblings(self.m, child)[0] if not isinstance(s, DEFINITIONS)]
+            ):
+                return
+            child = self.m.parent[child]
+        for later in after:
+            for n in ast.walk(later):
+                if isinstance(n, ast.Call) and (
+                    last(dotted(n.func)) == "destroy_process_group"
+                    or dotted(n.func) in self.destroyers
+                ):
+                    self.add(n, fixable=False)
+                    return
+
+
 class LossOverWorldSize(Rule):
     """DDL167: the value a backward runs on is a loss divided by the world size (`loss = loss_dict["total"] /
     self.world_size`, then `scaler.scale(loss).backward()`: haozhi1817's pytorch-ddp engine, corpus 30), in a
@@ -7700,6 +7752,7 @@ RULE_CLASSES = [
     UnpreparedOptimizerStep,
     RendezvousOverwritten,
     LossOverWorldSize,
+    DestroyInTheParent,
 ]
 
 
