@@ -1101,6 +1101,21 @@ def test_a_progress_line_is_not_a_metric():
     assert [f.code for f in doctor.check_source(divided)] == ["DDL114"]
 
 
+def test_an_epoch_loss_divided_by_the_length_of_the_set_the_sampler_shards():
+    """DDL114, corpus 30: SRGAN-with-distributed-training hands `train_set` to its own `prepare(rank,
+    world_size, dataset)`, which builds the DistributedSampler over it, and divides each rank's running loss by
+    `len(train_set)`: 1/world_size of the mean. Not the length of a set nothing shards."""
+    script = (
+        DDP_HEAD + "def prepare(rank, world_size, dataset):\n"
+        "    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)\n"
+        "    return DataLoader(dataset, sampler=sampler)\n"
+        "loader = prepare(0, 2, train_set)\nrunning = 0.0\n"
+        "for x, y in loader:\n    running += model(x).sum().item()\n"
+        "losses.append(running / len({name}))\n" + DDP_TAIL
+    )
+    assert_found("DDL114", script, ("name",), (("train_set", True), ("other_set", False)))
+
+
 def codes_of(template, **fields):
     """The codes doctor finds in a script template filled with `fields`."""
     return [f.code for f in doctor.check_source(template.format(**fields))]

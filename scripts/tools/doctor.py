@@ -4806,7 +4806,35 @@ class DatasetLengthDenominator(Rule):
     code = "DDL114"
 
     def begin(self):
+        self.sharded_sets = self.sampled_sets()
         return self.m.shards and self.m.distributed
+
+    def sampled_sets(self):
+        """The names of the datasets a DistributedSampler is built over: given to it here, or handed to a
+        function of this module whose parameter it is built over (SRGAN-with-distributed-training's
+        `prepare(rank, world_size, train_set)`, corpus 30)."""
+        found = set()
+        for f in [self.m.tree, *self.m.nodes]:
+            if not isinstance(f, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [] if isinstance(f, ast.Module) else [a.arg for a in f.args.args]
+            for n in scope_nodes(f):
+                if not (
+                    isinstance(n, ast.Call)
+                    and last(dotted(n.func)) == "DistributedSampler"
+                    and n.args
+                ):
+                    continue
+                given = dotted(n.args[0])
+                if given in params and isinstance(f, ast.FunctionDef):
+                    index = params.index(given)
+                    for call in self.m.calls.get(f.name, []):
+                        passed = [k.value for k in call.keywords if k.arg == given]
+                        passed = passed or call.args[index : index + 1]
+                        found |= {dotted(a) for a in passed if dotted(a)}
+                elif given:
+                    found.add(given)
+        return found
 
     def visit_BinOp(self, node):
         if isinstance(node.op, ast.Div):
@@ -4821,8 +4849,11 @@ class DatasetLengthDenominator(Rule):
             isinstance(denominator, ast.Call)
             and last(dotted(denominator.func)) == "len"
             and denominator.args
-            and isinstance(denominator.args[0], ast.Attribute)
-            and denominator.args[0].attr == "dataset"
+            and (
+                isinstance(denominator.args[0], ast.Attribute)
+                and denominator.args[0].attr == "dataset"
+                or dotted(denominator.args[0]) in self.sharded_sets
+            )
         ):
             return
         if self.m.guarded(denominator) and not self.eval_sharded():
