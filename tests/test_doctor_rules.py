@@ -1116,6 +1116,32 @@ def test_an_epoch_loss_divided_by_the_length_of_the_set_the_sampler_shards():
     assert_found("DDL114", script, ("name",), (("train_set", True), ("other_set", False)))
 
 
+def test_a_model_prepared_in_a_tuple_by_any_model_name():
+    """DDL125, corpus 30: an SD3 LoRA trainer prepares `transformer, optimizer, train_dataloader, lr_scheduler`
+    and calls `transformer.save_pretrained(...)` on the DDP wrapper (an AttributeError on several GPUs); the
+    diffusers scripts' `unet.config`, `text_encoder.text_model` the same way. Not an optimizer or a scheduler
+    named for the model it steps (`optimizer_generator`), nor an EMA copy (no gradients: never wrapped)."""
+    script = (
+        ACCELERATE_HEAD
+        + "{name}, optimizer, loader = accelerator.prepare({name}, optimizer, loader)\n"
+        "for x in loader:\n    accelerator.backward({name}(x).mean())\n    optimizer.step()\n"
+        "{name}.save_pretrained('out')\n"
+    )
+    assert_found(
+        "DDL125",
+        script,
+        ("name",),
+        (
+            ("transformer", True),
+            ("unet", True),
+            ("text_encoder", True),
+            ("model", True),
+            ("optimizer_generator", False),
+            ("ema_model", False),
+        ),
+    )
+
+
 def codes_of(template, **fields):
     """The codes doctor finds in a script template filled with `fields`."""
     return [f.code for f in doctor.check_source(template.format(**fields))]

@@ -5356,6 +5356,14 @@ def siblings(checker, statement):
 
 
 MODEL_NAMES = re.compile(r"(^|_)(model|net|network|module)$", re.I)
+# what an accelerator.prepare(...) tuple holds that is a model, by its name
+PREPARED_MODEL = re.compile(
+    r"model|transformer|unet|vae|encoder|decoder|generator|discriminator|backbone|policy|critic",
+    re.I,
+)
+PREPARED_OTHER = re.compile(
+    r"optim|sched|loader|dataset|data$|_data|ema", re.I
+)  # `optimizer_generator`
 
 
 class WholeModelSave(Rule):
@@ -5909,7 +5917,13 @@ class WrapperAttribute(Rule):
                     ):  # model, opt = accelerator.prepare(...)
                         args = [dotted(a) for a in node.value.args]
                         for t, a in zip(target.elts, args):
-                            model = "model" in a.lower() and not a.lower().endswith("s")
+                            # a model by its name: `model`, `transformer`, `unet`, `text_encoder` (an SD3
+                            # LoRA trainer's `transformer.save_pretrained` on the prepared DDP, corpus 30)
+                            model = (
+                                bool(PREPARED_MODEL.search(a))
+                                and not PREPARED_OTHER.search(a)
+                                and not a.lower().endswith("s")
+                            )
                             pairs.append((t, model and self.prepare_wraps))
                     else:
                         pairs.extend((t, False) for t in target.elts)
