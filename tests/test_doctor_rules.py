@@ -4313,6 +4313,12 @@ def test_sharded_training_data_for_a_model_nothing_wraps(tmp_path):
         }
         found = check_in_project(tmp_path / f"{imported}{len(wrap)}{data}", files, "train.py")
         assert [c for c in found if c == "DDL160"] == expected, (imported, wrap, data, found)
+    # corpus 30, PaliGemma 2's fine-tuning: "DDP" in what it prints is no wrap
+    said = train.format(
+        imported="reduce_metric", wrap="print('DDP on rank', 0)\n", data="train_set"
+    )
+    files = {"LICENSE": "", "helpers.py": helpers, "train.py": said}
+    assert "DDL160" in check_in_project(tmp_path / "said", files, "train.py")
 
 
 def test_sharded_training_data_for_a_model_a_project_function_trains_unwrapped(tmp_path):

@@ -22,6 +22,7 @@ resolved), not types, so a helper that hides a collective behind another name is
 
 import argparse
 import ast
+import copy
 import functools
 import io
 import os
@@ -4697,13 +4698,14 @@ class NeverWrapped(Rule):
         r"Accelerator|(all_?reduce|reduce_scatter)\w*\([^)\n]*grad|average_grad|sync_grad|"
         r"gradient_allreduce|allreduce_params|all_?reduce_grad|"
         r"DistributedOptimizer|horovod|lightning|"
-        r"\bTrainer\(|broadcast_parameters|DataParallel"
+        r"\bTrainer\(|broadcast_parameters|DataParallel|"
+        r"post_accumulate_grad_hook"  # a DDP of its own: gradients all-reduced from hooks
     )
 
     def begin(self):
         if not self.trains():
             return False
-        if re.search(self.SYNCS, self.m.text) or self.m.wraps_in_ddp:
+        if re.search(self.SYNCS, self.code_text()) or self.m.wraps_in_ddp:
             return False
         project = self.m.project
         self.reported = False
@@ -4712,6 +4714,19 @@ class NeverWrapped(Rule):
         return not project.wrapped_by_importer and not any(
             self.syncs(module, used) for module in modules
         )
+
+    def code_text(self):
+        """The module's code without its strings: `print(f"Initialized DDP on rank {rank}")` over a script that
+        never wraps its model says nothing of a sync (PaliGemma 2's DDP fine-tuning, corpus 30)."""
+
+        class Unsaid(ast.NodeTransformer):
+            def visit_Constant(self, node):
+                return ast.Constant("") if isinstance(node.value, str) else node
+
+            def visit_JoinedStr(self, node):
+                return ast.Constant("")
+
+        return ast.unparse(Unsaid().visit(copy.deepcopy(self.m.tree)))
 
     def syncs(self, module, used, depth=2):
         """Whether a project module synchronizes the gradients: it says so, or a module it imports does (`depth`
