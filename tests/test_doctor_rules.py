@@ -1142,6 +1142,31 @@ def test_a_model_prepared_in_a_tuple_by_any_model_name():
     )
 
 
+def test_a_set_epoch_given_a_value_that_never_moves():
+    """DDL105, corpus 30: CuiJiali-CV's pytorch-ddp calls `train_dl.sampler.set_epoch(global_step)` each epoch,
+    with `global_step = 0` before the loop and never counted: every epoch shuffles as the first. Found for a
+    constant too; not for the loop's own counter, a value the loop counts, or a global another function counts."""
+    script = (
+        DDP_HEAD + "step = 0\nsampler = DistributedSampler(train_set)\n"
+        "loader = DataLoader(train_set, sampler=sampler)\n"
+        "def train():\n{declare}    for epoch in range(9):\n        sampler.set_epoch({value})\n"
+        "        for x, y in loader:\n            loss_fn(model(x), y).backward()\n{count}"
+        + DDP_TAIL
+    )
+    assert_found(
+        "DDL105",
+        script,
+        ("declare", "value", "count"),
+        (
+            ("    step = 0\n", "step", "", True),
+            ("", "0", "", True),
+            ("", "epoch", "", False),
+            ("    step = 0\n", "step", "            step += 1\n", False),
+            ("    global step\n", "step", "", False),
+        ),
+    )
+
+
 def codes_of(template, **fields):
     """The codes doctor finds in a script template filled with `fields`."""
     return [f.code for f in doctor.check_source(template.format(**fields))]

@@ -1027,6 +1027,21 @@ def hf_trainer(checker):
     return bool(imported & set(checker.calls)) and "train" in checker.calls
 
 
+def bound_names(node):
+    """The names a statement or a comprehension binds: its targets, a loop's, a walrus's, a with's."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension)):
+        targets = [node.target]
+    elif isinstance(node, ast.NamedExpr):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
 def flags_set_under_rank_checks(nodes, parent):
     """Names set to True, False or None in the body of an `if` that picks ranks (`if dist.get_rank() != main_gpu:
     self.save_models = False`): a flag the rank decides, as `save = rank == 0` is."""
@@ -2448,12 +2463,50 @@ class SamplerWithoutSetEpoch(CallRule):
     def check(self, call, name, callee):
         if (
             callee == "DistributedSampler"
-            and (not self.m.set_epoch_called or self.epoch_never_reaches_a_sampler)
+            and (
+                not self.m.set_epoch_called
+                or self.epoch_never_reaches_a_sampler
+                or self.epoch_never_moves
+            )
             and self.m.shuffles(call)
             and not self.epoched_by_a_trainer()
             and not self.in_a_library_trainer(call)
         ):
             self.add(call)
+
+    @functools.cached_property
+    def epoch_never_moves(self):
+        """Every set_epoch of the module is given the same value each epoch: a constant, or a name its loop never
+        binds again (CuiJiali-CV's pytorch-ddp, `train_dl.sampler.set_epoch(global_step)` with `global_step = 0`
+        before the loop and never counted; corpus 30). Every epoch then shuffles as the first did."""
+        calls = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "set_epoch"
+        ]
+        for call in calls:
+            value = call.args[0] if call.args else None
+            loops = []
+            for parent in self.m.parents_of(call):
+                if isinstance(parent, DEFINITIONS):
+                    break
+                if isinstance(parent, (ast.For, ast.While)):
+                    loops.append(parent)
+            if isinstance(value, ast.Constant) and loops:
+                continue  # `set_epoch(0)` once, outside a loop: one epoch, as it should
+            shared = {  # `global step`: another function may count it
+                name
+                for n in self.m.nodes
+                if isinstance(n, (ast.Global, ast.Nonlocal))
+                for name in n.names
+            }
+            if not isinstance(value, ast.Name) or not loops or value.id in shared:
+                return False
+            if any(value.id in bound_names(n) for n in ast.walk(loops[-1])):
+                return False
+        return bool(calls)
 
     @functools.cached_property
     def epoch_never_reaches_a_sampler(self):
@@ -2544,7 +2597,12 @@ class SamplerWithoutSetEpoch(CallRule):
         in a module that runs the epochs (the loader or sampler is used inside a loop here) and never calls
         set_epoch, nor does the code it hands them to in that loop (corpus 14, seen)."""
         m = self.m
-        if m.set_epoch_called or m.uses_accelerate or not m.distributed:
+        if (
+            m.set_epoch_called
+            and not self.epoch_never_moves
+            or m.uses_accelerate
+            or not m.distributed
+        ):
             return
         loops = [n for n in m.nodes if isinstance(n, (ast.For, ast.While))]
         for node in m.nodes:
