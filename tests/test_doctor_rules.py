@@ -1109,11 +1109,16 @@ def test_an_epoch_loss_divided_by_the_length_of_the_set_the_sampler_shards():
         DDP_HEAD + "def prepare(rank, world_size, dataset):\n"
         "    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)\n"
         "    return DataLoader(dataset, sampler=sampler)\n"
-        "loader = prepare(0, 2, train_set)\nrunning = 0.0\n"
-        "for x, y in loader:\n    running += model(x).sum().item()\n"
-        "losses.append(running / len({name}))\n" + DDP_TAIL
+        "loader = prepare(0, 2, train_set)\nrunning_loss = 0.0\n"
+        "for x, y in loader:\n    running_loss += model(x).sum().item()\n"
+        "losses.append({value} / len({name}))\n" + DDP_TAIL
     )
-    assert_found("DDL114", script, ("name",), (("train_set", True), ("other_set", False)))
+    rows = (  # the last: an epoch count (pytorch-ddpm-ddp's resume), no metric
+        ("running_loss", "train_set", True),
+        ("running_loss", "other_set", False),
+        ("start_step * batch_size", "train_set", False),
+    )
+    assert_found("DDL114", script, ("value", "name"), rows)
 
 
 def test_a_model_prepared_in_a_tuple_by_any_model_name():
@@ -2545,6 +2550,7 @@ def test_the_rendezvous_a_torchrun_script_overwrites(tmp_path):
     rows = [  # (setting, local rank read, spawn, found)
         (overwrite, local, "", True),
         ("    os.environ.setdefault('MASTER_PORT', '12355')\n", local, "", False),
+        ("    os.environ['MASTER_PORT'] = os.environ.get('MASTER_PORT', '1')\n", local, "", False),
         (
             "    if 'MASTER_PORT' not in os.environ:\n        os.environ['MASTER_PORT'] = '1'\n",
             local,

@@ -4925,7 +4925,10 @@ class DatasetLengthDenominator(Rule):
             and (
                 isinstance(denominator.args[0], ast.Attribute)
                 and denominator.args[0].attr == "dataset"
+                # the sharded set by its name, under a metric (`running_loss / len(train_set)`), not a count
+                # of epochs (`start_step * batch_size / len(train_set)`)
                 or dotted(denominator.args[0]) in self.sharded_sets
+                and bool(METRIC_WORD.search(ast.unparse(numerator)))
             )
         ):
             return
@@ -6748,6 +6751,8 @@ class RendezvousOverwritten(Rule):
                 and isinstance(target.slice, ast.Constant)
                 and target.slice.value in self.KEYS
                 and not self.reported
+                # `os.environ.get("MASTER_PORT", "12355")`: the launcher's value kept where there is one
+                and target.slice.value not in ast.unparse(node.value)
                 and not any(isinstance(p, ast.If) for p in self.m.parents_of(node))
             ):
                 self.reported = True  # one finding: the two lines are one mistake
