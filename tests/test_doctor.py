@@ -566,6 +566,16 @@ CASES = {
         "    train(rank)\n    cleanup()  # in each worker, which joined\n"
         "if __name__ == '__main__':\n    mp.spawn(main, args=(2,), nprocs=2)\n",
     ),
+    "DDL169": (
+        "import torch.distributed as dist\n"
+        "for x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n"
+        "    total_loss = loss.detach()\n    dist.all_reduce(total_loss)\n"
+        "    if dist.get_rank() == 0:\n        print('loss', total_loss.item())\n",
+        "import torch.distributed as dist\n"
+        "for x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n"
+        "    total_loss = loss.detach()\n    dist.all_reduce(total_loss)\n"
+        "    if dist.get_rank() == 0:\n        print('loss', total_loss.item() / dist.get_world_size())\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -2636,6 +2636,30 @@ def test_the_group_destroyed_in_the_process_that_spawned_the_workers():
     )
 
 
+def test_a_loss_summed_over_the_ranks_and_logged_as_it_is():
+    """DDL169, corpus 30: haozhi1817's pytorch-ddp engine `dist.reduce`s each entry of its loss dict to rank 0
+    with op SUM and writes `v.item()` to TensorBoard: world_size times the mean. Not with op AVG, not where the
+    value is divided after, and not for a sum of counts (no loss)."""
+    script = (
+        DDP_HEAD + "def summary(step, loss_dict):\n"
+        "    for k, v in {held}.items():\n"
+        "        dist.reduce(tensor=v, dst=0, op={op})\n{after}"
+        "        if dist.get_rank() == 0:\n            writer.add_scalar(k, v.item(), step)\n"
+        + DDP_TAIL
+    )
+    assert_found(
+        "DDL169",
+        script,
+        ("held", "op", "after"),
+        (
+            ("loss_dict", "dist.ReduceOp.SUM", "", True),
+            ("loss_dict", "dist.ReduceOp.AVG", "", False),
+            ("loss_dict", "dist.ReduceOp.SUM", "        v /= dist.get_world_size()\n", False),
+            ("counts", "dist.ReduceOp.SUM", "", False),
+        ),
+    )
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

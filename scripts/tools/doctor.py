@@ -540,6 +540,16 @@ RULES = {
         "group to destroy: torch 2.13 raises (AssertionError: Process group cannot be None, measured here), and "
         "every run that trained to the end exits with a traceback and a failure status.",
     ),
+    "DDL169": (
+        "a loss summed over the ranks (all_reduce or reduce, op SUM) and logged without the division by the "
+        "world size",
+        "divide by the world size after the reduction (or reduce with op=ReduceOp.AVG), then log",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "all_reduce and reduce sum by default: the loss each rank computed over its own batch, summed, is "
+        "world_size times the mean a plain run prints. Logged as it is, every curve is scaled by the process "
+        "count, and changes with it. A sum of counts (correct, total) is what the later division wants, and is "
+        "not reported.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -801,7 +811,7 @@ MEASURED = {
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
 UNMEASURED = frozenset(
-    {"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166", "DDL167", "DDL168"}
+    {"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166", "DDL167", "DDL168", "DDL169"}
 )
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
@@ -5658,6 +5668,53 @@ class SummedLoss(Rule):
                 self.add(node)
 
 
+class SummedLossLogged(Rule):
+    """DDL169: `dist.reduce(tensor=v, dst=0, op=dist.ReduceOp.SUM)` over a loss (`for k, v in
+    self.loss_dict.items()`), then `add_scalar(k, v.item())` on rank 0, with no division of it in the function
+    (haozhi1817's pytorch-ddp engine, corpus 30): world_size times the mean. Not with op AVG, MAX or MIN, nor
+    where anything in the function divides it."""
+
+    code = "DDL169"
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) not in ("all_reduce", "reduce") or not dotted(
+            node.func
+        ).startswith(("dist.", "torch.distributed.")):
+            return
+        given = node.args[0] if node.args else keyword(node, "tensor")
+        name = dotted(given) if given is not None else ""
+        op = keyword(node, "op") or (node.args[2] if len(node.args) > 2 else None)
+        if not name or op is not None and not ast.unparse(op).endswith("SUM"):
+            return
+        scope = self.function_of(node) or self.m.tree
+        loops = [p for p in self.m.parents_of(node) if isinstance(p, ast.For)]
+        lossy = "loss" in name.lower() or any(
+            name in bound_names(loop) and "loss" in ast.unparse(loop.iter).lower() for loop in loops
+        )
+        if not lossy:
+            return
+        nodes = list(scope_nodes(scope))
+        divided = any(
+            isinstance(n, ast.BinOp)
+            and isinstance(n.op, (ast.Div, ast.FloorDiv))
+            and name in {dotted(m) for m in ast.walk(n.left)}
+            or isinstance(n, ast.AugAssign)
+            and isinstance(n.op, (ast.Div, ast.FloorDiv))
+            and dotted(n.target) == name
+            for n in nodes
+        )
+        logged = any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in LOGGERS
+            and n.lineno >= node.lineno
+            and name
+            in {dotted(m) for a in [*n.args, *(k.value for k in n.keywords)] for m in ast.walk(a)}
+            for n in nodes
+        )
+        if logged and not divided:
+            self.add(node, fixable=False)
+
+
 class DestroyInTheParent(Rule):
     """DDL168: `mp.spawn(main, ...)` then `cleanup()` (whose body calls destroy_process_group) or
     destroy_process_group itself, in the block that spawns: the parent never joined a group (pytorch-ddpm-ddp's
@@ -7876,6 +7933,7 @@ RULE_CLASSES = [
     RendezvousOverwritten,
     LossOverWorldSize,
     DestroyInTheParent,
+    SummedLossLogged,
 ]
 
 
