@@ -22,6 +22,21 @@ from ladder import (  # noqa: E402,F401  (the launch commands: one copy, shared)
 os.environ.update(OFFLINE)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_temp_dir(tmp_path_factory):
+    """The launched processes' temp files go under the session's own folder, not the machine's: torchrun's agent
+    makes a `torchelastic_*` folder in the temp dir at every launch and never removes it (measured: one a launch,
+    85 left in /tmp by one clean-clone CI run and its bench)."""
+    folder = tmp_path_factory.mktemp("tmp")
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
     """One dataset cache for the whole session: the built-in tasks are prepared once."""
