@@ -576,6 +576,16 @@ CASES = {
         "    total_loss = loss.detach()\n    dist.all_reduce(total_loss)\n"
         "    if dist.get_rank() == 0:\n        print('loss', total_loss.item() / dist.get_world_size())\n",
     ),
+    "DDL170": (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(Net().cuda())\nmodel = Net().cuda()  # made again: the wrapped one is left behind\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\n",
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = Net().cuda()\nmodel = DDP(model)\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
+        "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

@@ -2660,6 +2660,28 @@ def test_a_loss_summed_over_the_ranks_and_logged_as_it_is():
     )
 
 
+def test_the_wrapped_models_name_bound_again_to_a_plain_model_that_trains():
+    """DDL170, corpus 30: an ESM-2 fine-tuning script wraps its model in DDP, then loads it again with
+    from_pretrained under the same name and trains that one, with no all-reduce. Not the other branch of the
+    `if` that wrapped, not a binding made from the wrapper, not one after the training."""
+    script = (
+        DDP_HEAD + "model = Net()\n{wrap}{again}"
+        "for x, y in loader:\n    loss_fn(model(x), y).backward()\n    optimizer.step()\n{after}"
+        + DDP_TAIL
+    )
+    assert_found(
+        "DDL170",
+        script,
+        ("wrap", "again", "after"),
+        (
+            ("model = DDP(model)\n", "model = Net.from_pretrained('m')\n", "", True),
+            ("if ddp:\n    model = DDP(model)\nelse:\n    model = Net()\n", "", "", False),
+            ("model = DDP(model)\n", "model = torch.compile(model)\n", "", False),
+            ("model = DDP(model)\n", "", "model = Net.from_pretrained('best')\n", False),
+        ),
+    )
+
+
 def test_a_skip_on_what_the_model_returned_for_this_processs_batch():
     """Corpus 15 (seen): VoiceCraft's `out = self.model(cur_batch)`, `if out == None: continue` skips the
     all-reduces the other ranks make for that micro-batch. Not a skip on a step counter. (Rank 0 alone raising

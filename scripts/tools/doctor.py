@@ -550,6 +550,16 @@ RULES = {
         "count, and changes with it. A sum of counts (correct, total) is what the later division wants, and is "
         "not reported.",
     ),
+    "DDL170": (
+        "the name of a DDP-wrapped model bound again to a plain model, which then trains",
+        "wrap the model you train: build it (and load its weights) first, then wrap it once, then make the "
+        "optimizer from the wrapper's parameters",
+        "5-wrap-the-model-in-ddp",
+        "DDP all-reduces the gradients of the model it wraps. A script that wraps one model and then binds the "
+        "same name to a new plain one (from_pretrained again, a fresh constructor) trains the new one with no "
+        "all-reduce at all: every process steps its own copy on its own shard, the copies drift apart, and rank "
+        "0 saves only its own. The wrapped copy just holds memory.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -811,7 +821,18 @@ MEASURED = {
 # A rule written since the newest never-seen set has not met code it was not shaped on: a preview rule until one
 # measures it.
 UNMEASURED = frozenset(
-    {"DDL154", "DDL158", "DDL160", "DDL164", "DDL165", "DDL166", "DDL167", "DDL168", "DDL169"}
+    {
+        "DDL154",
+        "DDL158",
+        "DDL160",
+        "DDL164",
+        "DDL165",
+        "DDL166",
+        "DDL167",
+        "DDL168",
+        "DDL169",
+        "DDL170",
+    }
 )
 PREVIEW = UNMEASURED | frozenset(
     code for code, (true, judged) in MEASURED.items() if true < STABLE * judged
@@ -5668,6 +5689,59 @@ class SummedLoss(Rule):
                 self.add(node)
 
 
+class RewrappedAway(Rule):
+    """DDL170: `model = DDP(model, ...)`, then, later in the same function or module, `model =
+    AutoModelForMaskedLM.from_pretrained(...)` (a value that does not read the wrapped name), then a backward:
+    the model trained is not the one wrapped (an ESM-2 fine-tuning script, corpus 30). Not a binding in the other
+    branch of the `if` that wrapped, nor one made from the wrapper (`model = model.module`, `torch.compile(model)`),
+    nor one with no backward after it."""
+
+    code = "DDL170"
+
+    def begin(self):
+        return self.m.wraps_in_ddp
+
+    def visit_Assign(self, node):
+        if not wraps(node.value) or len(node.targets) != 1 or not dotted(node.targets[0]):
+            return
+        name = dotted(node.targets[0])
+        scope = self.function_of(node) or self.m.tree
+        nodes = list(scope_nodes(scope))
+        later = sorted(
+            (
+                n
+                for n in nodes
+                if isinstance(n, ast.Assign)
+                and n.lineno > node.end_lineno
+                and any(dotted(t) == name for t in n.targets)
+            ),
+            key=lambda n: n.lineno,
+        )
+        for again in later:
+            if wraps(again.value) or name in {dotted(m) for m in ast.walk(again.value)}:
+                return  # wrapped again, or made from the wrapper
+            if self.exclusive(node, again):
+                continue
+            if any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "backward"
+                and n.lineno > again.lineno
+                for n in nodes
+            ):
+                self.add(again, fixable=False)
+            return
+
+    def exclusive(self, first, second):
+        """Whether two statements sit in the two branches of one `if`."""
+        for parent in self.m.parents_of(first):
+            if isinstance(parent, ast.If) and is_inside(second, parent):
+                one = any(is_inside(first, s) for s in parent.body)
+                two = any(is_inside(second, s) for s in parent.body)
+                return one != two
+        return False
+
+
 class SummedLossLogged(Rule):
     """DDL169: `dist.reduce(tensor=v, dst=0, op=dist.ReduceOp.SUM)` over a loss (`for k, v in
     self.loss_dict.items()`), then `add_scalar(k, v.item())` on rank 0, with no division of it in the function
@@ -7934,6 +8008,7 @@ RULE_CLASSES = [
     LossOverWorldSize,
     DestroyInTheParent,
     SummedLossLogged,
+    RewrappedAway,
 ]
 
 
