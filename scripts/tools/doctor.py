@@ -1028,17 +1028,7 @@ def returns_one_ranks_count(function):
         if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)
     }
     for name in returned:
-        sets = [
-            n
-            for n in ast.walk(function)
-            if isinstance(n, (ast.Assign, ast.AugAssign))
-            and name
-            in {
-                dotted(t)
-                for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                for t in (target.elts if isinstance(target, ast.Tuple) else [target])
-            }
-        ]
+        sets = assignments_to(function, name)
         if sets and all(map(under_rank_check, sets)):
             return True
     return False
@@ -1056,6 +1046,22 @@ def hf_trainer(checker):
         if alias.name.endswith("Trainer")
     }
     return bool(imported & set(checker.calls)) and "train" in checker.calls
+
+
+def assignments_to(tree, name):
+    """The assignments (`=`, `+=`, ...) in `tree` that bind the dotted `name`, alone or in a tuple
+    (`self.best, self.bad = acc, 0`)."""
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Assign, ast.AugAssign))
+        and name
+        in {
+            dotted(t)
+            for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+        }
+    ]
 
 
 def bound_names(node):
@@ -3465,17 +3471,7 @@ class SkipOnLocalCondition(Rule):
             if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)
         }
         for name in tested:
-            sets = [
-                n
-                for n in ast.walk(loop)
-                if isinstance(n, (ast.Assign, ast.AugAssign))
-                and name
-                in {
-                    dotted(t)
-                    for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                    for t in (target.elts if isinstance(target, ast.Tuple) else [target])
-                }
-            ]
+            sets = assignments_to(loop, name)
             if sets and all(self.rank_check(n) is not None for n in sets):
                 return True
             # `early_stop = trainer.save_models(dir)`, whose method returns a count it keeps on rank 0
@@ -5736,9 +5732,7 @@ class RewrappedAway(Rule):
         """Whether two statements sit in the two branches of one `if`."""
         for parent in self.m.parents_of(first):
             if isinstance(parent, ast.If) and is_inside(second, parent):
-                one = any(is_inside(first, s) for s in parent.body)
-                two = any(is_inside(second, s) for s in parent.body)
-                return one != two
+                return _in_body(first, parent) != _in_body(second, parent)
         return False
 
 
@@ -5873,13 +5867,9 @@ class LossOverWorldSize(Rule):
     def made_divided(self, name, call):
         """The last binding of `name` before the backward, in its function, divides by the world size."""
         scope = self.function_of(call) or self.m.tree
+        inside = {id(n) for n in scope_nodes(scope)}  # not in a function defined inside
         bound = [
-            n
-            for n in scope_nodes(scope)
-            if isinstance(n, (ast.Assign, ast.AugAssign))
-            and n.lineno < call.lineno
-            and name.id
-            in {dotted(t) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}
+            n for n in assignments_to(scope, name.id) if id(n) in inside and n.lineno < call.lineno
         ]
         if not bound:
             return False
