@@ -2658,6 +2658,28 @@ def test_a_loss_summed_over_the_ranks_and_logged_as_it_is():
             ("counts", "dist.ReduceOp.SUM", "", False),
         ),
     )
+    # all_reduce's op is its second argument; the functional collectives name it reduceOp (dzorlu's
+    # `funcol.all_reduce(log_loss, reduceOp=reduceOp, group=dp_mesh)` with reduceOp "AVG", corpus 30)
+    reduced = (
+        DDP_HEAD + "import torch.distributed._functional_collectives as funcol\n"
+        "total_loss = loss.detach()\ntotal_loss = {call}\n"
+        "if dist.get_rank() == 0:\n    print(total_loss.item())\n" + DDP_TAIL
+    )
+    assert_found(
+        "DDL169",
+        reduced.replace("total_loss = {call}", "{call}"),
+        ("call",),
+        (
+            ("dist.all_reduce(total_loss)", True),
+            ("dist.all_reduce(total_loss, dist.ReduceOp.AVG)", False),
+        ),
+    )
+    assert_found(
+        "DDL169",
+        reduced,
+        ("call",),
+        (("funcol.all_reduce(total_loss, reduceOp=how, group=g)", False),),
+    )
 
 
 def test_the_wrapped_models_name_bound_again_to_a_plain_model_that_trains():

@@ -5751,7 +5751,12 @@ class SummedLossLogged(Rule):
             return
         given = node.args[0] if node.args else keyword(node, "tensor")
         name = dotted(given) if given is not None else ""
-        op = keyword(node, "op") or (node.args[2] if len(node.args) > 2 else None)
+        # all_reduce(tensor, op), reduce(tensor, dst, op); the functional collectives' reduceOp (dzorlu's
+        # `funcol.all_reduce(loss, reduceOp=reduceOp)` with "AVG" in a name, corpus 30): an op that is no SUM
+        # written out, or one a name holds, is not known to sum
+        at = 1 if last(dotted(node.func)) == "all_reduce" else 2
+        op = keyword(node, "op") or keyword(node, "reduceOp")
+        op = op or (node.args[at] if len(node.args) > at else None)
         if not name or op is not None and not ast.unparse(op).endswith("SUM"):
             return
         scope = self.function_of(node) or self.m.tree
