@@ -586,6 +586,22 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL171": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "if resume:\n    accelerator.load_state(resume)\nfor epoch in range(first_epoch, epochs):\n"
+        "    for step, batch in enumerate(loader):\n        accelerator.backward(model(batch).loss)\n"
+        "        optimizer.step()\n        if step % 500 == 0:\n"
+        "            accelerator.save_state(f'out/checkpoint-{step}')\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "if resume:\n    accelerator.load_state(resume)\nfor epoch in range(first_epoch, epochs):\n"
+        "    for step, batch in enumerate(loader):\n"
+        "        if epoch == first_epoch and step < resume_step:\n            continue\n"
+        "        accelerator.backward(model(batch).loss)\n"
+        "        optimizer.step()\n        if step % 500 == 0:\n"
+        "            accelerator.save_state(f'out/checkpoint-{step}')\n",
+    ),
     "DDL148": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"

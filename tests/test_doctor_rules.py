@@ -3089,6 +3089,72 @@ def test_a_sampler_built_in_a_helper_that_returns_the_train_and_test_loaders(tmp
     assert "DDL105" not in check_in_project(tmp_path / "good", files, "train.py")
 
 
+def test_a_sampler_class_bound_to_a_name_in_a_factory_of_another_module(tmp_path):
+    """DDL105, corpus 30 (seen): slurm-pytorch-ddp-boilerplate's factories.py binds `sampler =
+    DistributedSampler` and builds the train loader with `sampler(datasets.train)`; its trainer.py, which
+    neither joins the group nor wraps (main.py does), runs the epochs over it without set_epoch. The good
+    shape sets the epoch in the loop; a factory that builds no sampler is no finding."""
+    factory = (
+        "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "def get_training_objects():\n    sampler = None\n    if dist.is_initialized():\n"
+        "        sampler = {cls}\n"
+        "    train_loader = DataLoader(train_set, shuffle=False,\n"
+        "                              sampler=sampler(train_set) if sampler is not None else None)\n"
+        "    return Items(train_loader)\n"
+    )
+    trainer = (
+        "from factories import get_training_objects\ndef train(items, epoch):\n"
+        "    for x, y in items.train_loader:\n        loss_fn(model(x), y).backward()\n"
+        "        optimizer.step()\ndef training_loop():\n"
+        "    training_items = get_training_objects()\n    for epoch in range(9):\n"
+        "{epoch}        {call}\n"
+    )
+    epoch = "        training_items.train_loader.sampler.set_epoch(epoch)\n"
+    trains = "train(items=training_items, epoch=epoch)"
+    # a data module's demo loop that only looks at the batches is no training (OpenSTL's, corpus 27)
+    looks = "print(training_items)"
+    for cls, line, call, expected in (
+        ("DistributedSampler", "", trains, True),
+        ("DistributedSampler", epoch, trains, False),
+        ("SequentialSampler", "", trains, False),
+        ("DistributedSampler", "", looks, False),
+    ):
+        files = {
+            "trainer.py": trainer.format(epoch=line, call=call),
+            "factories.py": factory.format(cls=cls),
+        }
+        found = check_in_project(tmp_path / f"{cls}{bool(line)}{len(call)}", files, "trainer.py")
+        assert ("DDL105" in found) is expected, (cls, line, call, found)
+
+
+def test_an_accelerate_resume_that_trains_the_saved_batches_again():
+    """DDL171, corpus 30 (seen): index-tts's GPT trainer and an SD3 trainer save their state every N steps,
+    inside the batch loop, and resume with load_state into a loop that starts at the epoch's first batch. Not
+    where the loader skips (skip_first_batches, a `continue` below the resumed step), nor where the state is
+    saved once an epoch, after the batch loop, nor without a load_state."""
+    head = (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "{load}for epoch in range(start_epoch, epochs):\n{skip}    for step, batch in enumerate({loader}):\n"
+        "{cont}        accelerator.backward(model(batch).loss)\n        optimizer.step()\n{save}"
+    )
+    load = "if args.resume:\n    accelerator.load_state(args.resume)\n"
+    inside = "        if step % 500 == 0:\n            accelerator.save_state(f'out/ckpt-{step}')\n"
+    after = "    accelerator.save_state(f'out/epoch-{epoch}')\n"
+    skipped = "    batches = accelerator.skip_first_batches(loader, resume_step) if epoch == start_epoch else loader\n"
+    cont = "        if args.resume and step < resume_step:\n            continue\n"
+    for (load_, skip, loader, cont_, save), expected in (
+        ((load, "", "loader", "", inside), True),
+        ((load, "", "loader", cont, inside), False),
+        ((load, skipped, "batches", "", inside), False),
+        ((load, "", "loader", "", after), False),
+        (("", "", "loader", "", inside), False),
+    ):
+        source = head.format(load=load_, skip=skip, loader=loader, cont=cont_, save=save)
+        found = [f.code for f in doctor.check_source(source, "train.py")]
+        assert ("DDL171" in found) is expected, (source, found)
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an

@@ -560,6 +560,16 @@ RULES = {
         "all-reduce at all: every process steps its own copy on its own shard, the copies drift apart, and rank "
         "0 saves only its own. The wrapped copy just holds memory.",
     ),
+    "DDL171": (
+        "accelerator.load_state from a checkpoint saved inside the batch loop, and no batch skipped on resume",
+        "skip the batches the checkpoint already trained: loader = accelerator.skip_first_batches(loader, n) "
+        "for the resumed epoch (or `if step < resume_step: continue`)",
+        "d-checkpoints-resume-and-tracking-accelerates-own",
+        "A checkpoint saved every N steps is saved in the middle of an epoch. load_state restores the weights, "
+        "the optimizer and the RNG, but the loop that follows starts its epoch at the first batch again: the "
+        "resumed run trains the batches before the checkpoint a second time, and its schedule no longer "
+        "matches the uninterrupted run's.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -832,6 +842,7 @@ UNMEASURED = frozenset(
         "DDL168",
         "DDL169",
         "DDL170",
+        "DDL171",
     }
 )
 PREVIEW = UNMEASURED | frozenset(
@@ -2638,10 +2649,14 @@ class SamplerWithoutSetEpoch(CallRule):
             m.set_epoch_called
             and not self.epoch_never_moves
             or m.uses_accelerate
-            or not m.distributed
+            # a helper that builds a DistributedSampler runs in a process group: the module that calls it is
+            # distributed whatever it says itself (slurm-pytorch-ddp-boilerplate's trainer.py, corpus 30)
+            or not (m.distributed or m.project.train_sampler_helpers)
         ):
             return
         loops = [n for n in m.nodes if isinstance(n, (ast.For, ast.While))]
+        if not m.distributed:  # then a loop that trains: not a data module's demo loop (OpenSTL's)
+            loops = [loop for loop in loops if self.trains_deep(loop.body)]
         for node in m.nodes:
             if not isinstance(node, ast.Call):
                 continue
@@ -5736,6 +5751,58 @@ class RewrappedAway(Rule):
         return False
 
 
+class ResumeReplaysBatches(Rule):
+    """DDL171: under Accelerate, `accelerator.load_state(...)` in a module that saves its state
+    (`accelerator.save_state`) inside a loop over a loader, and skips no batch on resume: no
+    `skip_first_batches`, no stateful loader, no `continue` under a test that compares the step or names the
+    resume (index-tts's GPT trainer and an SD3 trainer, corpus 30: each resumed epoch trains its first batches
+    again). Not a save made once an epoch, after the batch loop."""
+
+    code = "DDL171"
+    SKIPS = {"skip_first_batches", "use_stateful_dataloader", "islice", "SkipBatchSampler"}
+
+    def begin(self):
+        return self.m.uses_accelerate and not (self.m.words | set(self.m.calls)) & self.SKIPS
+
+    def end(self):
+        calls = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and "accelerat" in dotted(n.func.value).lower()
+        ]
+        loads = [c for c in calls if c.func.attr == "load_state"]
+        loops = {
+            loop
+            for c in calls
+            if c.func.attr == "save_state"
+            for loop in self.m.parents_of(c)
+            if isinstance(loop, (ast.For, ast.AsyncFor))
+            and re.search(r"loader|batch", ast.unparse(loop.iter), re.I)
+        }
+        if loads and loops and not any(self.skips(loop) for loop in loops):
+            self.add(loads[0], fixable=False)
+
+    @staticmethod
+    def skips(loop):
+        """A `continue` under a test that compares (`step < resume_step`) or names the resume or a skip."""
+        return any(
+            isinstance(n, ast.If)
+            and any(isinstance(c, ast.Continue) for c in ast.walk(n))
+            and (
+                any(
+                    isinstance(op, (ast.Lt, ast.LtE))
+                    for c in ast.walk(n.test)
+                    if isinstance(c, ast.Compare)
+                    for op in c.ops
+                )
+                or re.search(r"resum|skip", ast.unparse(n.test), re.I)
+            )
+            for n in ast.walk(loop)
+        )
+
+
 class SummedLossLogged(Rule):
     """DDL169: `dist.reduce(tensor=v, dst=0, op=dist.ReduceOp.SUM)` over a loss (`for k, v in
     self.loss_dict.items()`), then `add_scalar(k, v.item())` on rank 0, with no division of it in the function
@@ -6623,12 +6690,25 @@ def asks_train(call):
     )
 
 
+def sampler_classes(scope):
+    """`DistributedSampler` and the names a scope binds to that class (`sampler = DistributedSampler`, then
+    `sampler(datasets.train)`: slurm-pytorch-ddp-boilerplate's factories.py, corpus 30, seen)."""
+    return {"DistributedSampler"} | {
+        dotted(t)
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Assign) and last(dotted(n.value)) == "DistributedSampler"
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+
 def train_sampling(function):
     """The line of a shuffling DistributedSampler a function builds for training, or None: not over or into a
     name that says eval, not shuffle=False (vq-vae-2's data_sampler is asked for it by its caller instead)."""
     parent = {c: n for n in ast.walk(function) for c in ast.iter_child_nodes(n)}
+    classes = sampler_classes(function)
     for node in ast.walk(function):
-        if not (isinstance(node, ast.Call) and last(dotted(node.func)) == "DistributedSampler"):
+        if not (isinstance(node, ast.Call) and last(dotted(node.func)) in classes):
             continue
         shuffle = keyword(node, "shuffle")
         if shuffle is not None and not (
@@ -8004,6 +8084,7 @@ RULE_CLASSES = [
     DestroyInTheParent,
     SummedLossLogged,
     RewrappedAway,
+    ResumeReplaysBatches,
 ]
 
 
