@@ -586,6 +586,17 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL172": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "torch.manual_seed(0)\ndef sample_for_fid(net, n):\n    z = torch.randn(n, 128, device='cuda')\n"
+        "    out = [torch.empty(n, 3, 32, 32, device='cuda') for _ in range(dist.get_world_size())]\n"
+        "    dist.all_gather(out, net(z))\n    return torch.cat(out)\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "torch.manual_seed(0 + dist.get_rank())\ndef sample_for_fid(net, n):\n"
+        "    z = torch.randn(n, 128, device='cuda')\n"
+        "    out = [torch.empty(n, 3, 32, 32, device='cuda') for _ in range(dist.get_world_size())]\n"
+        "    dist.all_gather(out, net(z))\n    return torch.cat(out)\n",
+    ),
     "DDL171": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"

@@ -3155,6 +3155,36 @@ def test_an_accelerate_resume_that_trains_the_saved_batches_again():
         assert ("DDL171" in found) is expected, (source, found)
 
 
+def test_samples_drawn_from_one_seed_on_every_rank_then_gathered():
+    """DDL172, corpus 30 (seen): CuiJiali-CV's pytorch-ddp seeds every rank with args['seed'], then each rank
+    draws `torch.randn` for its share of the FID's samples and gathers them: world-size copies of one rank's.
+    Not with the rank in the seed, a generator of its own, the draw under a rank check, no gather, or the draw
+    in the training step (DDL152's)."""
+    script = (
+        DDP_HEAD + "torch.manual_seed({seed})\nmodel = DDP(Net())\n"
+        "def fid_samples(net):\n    s = []\n    for _ in range(50):\n{draw}"
+        "        s.append(net(z))\n    s = torch.cat(s)\n{gather}    return out\n"
+        "for x, y in loader:\n    F.mse_loss(model(x), y).backward()\n    optimizer.step()\n"
+        + DDP_TAIL
+    )
+    draw = "        z = torch.randn(64, 128)\n"
+    gather = "    out = [torch.empty_like(s) for _ in range(2)]\n    dist.all_gather(out, s)\n"
+    ranked = "        if dist.get_rank() == 0:\n            z = torch.randn(64, 128)\n"
+    own = "        z = torch.randn(64, 128, generator=g)\n"
+    assert_found(
+        "DDL172",
+        script,
+        ("seed", "draw", "gather"),
+        (
+            ("0", draw, gather, True),
+            ("0 + dist.get_rank()", draw, gather, False),
+            ("0", own, gather, False),
+            ("0", ranked, gather, False),
+            ("0", draw, "    out = s\n", False),
+        ),
+    )
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an

@@ -570,6 +570,16 @@ RULES = {
         "resumed run trains the batches before the checkpoint a second time, and its schedule no longer "
         "matches the uninterrupted run's.",
     ),
+    "DDL172": (
+        "noise drawn for samples that are then gathered across ranks, in a script that seeds every rank alike",
+        "seed each rank apart for sampling (torch.manual_seed(seed + rank)), or draw from a generator seeded "
+        "with the rank: torch.randn(..., generator=g)",
+        "3-seeds-the-same-initial-weights-different-randomness",
+        "With one seed on every rank and the same calls in the same order, every process draws the same noise. "
+        "Samples generated from it (for an FID, a sample grid, a Monte Carlo estimate) are the same on every "
+        "rank, so the set gathered from the ranks is world-size copies of one rank's: the metric is computed on "
+        "1/world-size of the samples it claims.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -843,6 +853,7 @@ UNMEASURED = frozenset(
         "DDL169",
         "DDL170",
         "DDL171",
+        "DDL172",
     }
 )
 PREVIEW = UNMEASURED | frozenset(
@@ -4328,6 +4339,56 @@ class SameNoiseEveryRank(SameSeedEveryRank):
 
     def end(self):
         self.report_first(self.draws)
+
+
+class SameSamplesGathered(SameNoiseEveryRank):
+    """DDL172: noise drawn outside the training step (`z = torch.randn(...)` for an FID's samples) in a
+    function that then gathers across ranks, in a distributed script that seeds torch alike on every rank: each
+    rank generates the same samples, and the gathered set is world-size copies of one rank's (CuiJiali-CV's
+    pytorch-ddp, corpus 30: `init_seeds(args['seed'])`, then `gather(s, nprocs)` of 50,000 samples for the FID).
+    Not a draw with a generator of its own, nor one under a rank check, nor one in a training step (DDL152)."""
+
+    code = "DDL172"
+    GATHERS = {
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "gather",
+        "gather_for_metrics",
+    }
+
+    def begin(self):
+        if not self.m.distributed:
+            return False
+        calls = [n for n in self.m.nodes if isinstance(n, ast.Call)]
+        seeds = [c for c in self.alike_seeds(calls) if not self.m.guarded(c) and not self.salted(c)]
+        if not seeds or all(dotted(c.func).startswith("torch.cuda.") for c in seeds):
+            return False
+        self.draws = [
+            c
+            for c in calls
+            if dotted(c.func).startswith("torch.")
+            and last(dotted(c.func)) in NOISE
+            and not keyword(c, "generator")
+            and self.rank_check(c) is None
+            and not self.in_training_step(c)
+            and self.gathered(c)
+        ]
+        return bool(self.draws)
+
+    def gathered(self, call):
+        """Whether the outermost function around the draw gathers across ranks: a collective gather, or a
+        project helper that all-gathers (`gather(s, nprocs)` of ddp_utils.py)."""
+        functions = [p for p in self.m.parents_of(call) if isinstance(p, DEFINITIONS)]
+        if not functions or not isinstance(functions[-1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        for n in ast.walk(functions[-1]):
+            if not isinstance(n, ast.Call) or last(dotted(n.func)) not in self.GATHERS:
+                continue
+            target = self.m.project.defined.get(dotted(n.func))
+            if target is None or "all_gather" in Project.source_of(*target):
+                return True
+        return False
 
 
 class UnevenTrainingBatches(Rule):
@@ -8085,6 +8146,7 @@ RULE_CLASSES = [
     SummedLossLogged,
     RewrappedAway,
     ResumeReplaysBatches,
+    SameSamplesGathered,
 ]
 
 
