@@ -3185,6 +3185,41 @@ def test_samples_drawn_from_one_seed_on_every_rank_then_gathered():
     )
 
 
+def test_apex_under_a_flag_that_is_off_by_default_and_that_no_command_passes(tmp_path):
+    """DDL102, corpus 30 (seen): howardlau1999's pytorch-ddp-template imports APEX's amp and calls
+    amp.initialize only under `if args.fp16:`, a store_true flag that run.sh never passes; judged false there and
+    in corpora 12, 18 and 21 in the same shape. Still reported where the flag is on by default, where a script
+    of the repository passes it, or where the amp is not under the flag."""
+    script = (
+        "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--fp16', {declared})\nargs = parser.parse_args()\n"
+        "model = Net().cuda()\n{guard}    from apex import amp\n"
+        "    model, optimizer = amp.initialize(model, optimizer, opt_level='O1')\n"
+    )
+    on = "if args.fp16:\n"
+    for i, (declared, guard, run, expected) in enumerate(
+        (
+            ("action='store_true'", on, "python -m torch.distributed.launch ddp.py\n", False),
+            ("type=str, default=''", on, "python -m torch.distributed.launch ddp.py\n", False),
+            ("action='store_true'", on, "python -m torch.distributed.launch ddp.py --fp16\n", True),
+            ("type=bool, default=True", on, "python -m torch.distributed.launch ddp.py\n", True),
+            (
+                "action='store_true'",
+                "if True:\n",
+                "python -m torch.distributed.launch ddp.py\n",
+                True,
+            ),
+        )
+    ):
+        files = {
+            "ddp.py": script.format(declared=declared, guard=guard),
+            "run.sh": run,
+            ".git/HEAD": "ref: refs/heads/main\n",
+        }
+        found = check_in_project(tmp_path / str(i), files, "ddp.py")
+        assert ("DDL102" in found) is expected, (declared, guard, run, found)
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an

@@ -1505,6 +1505,51 @@ class Checker:
             for command in Project.commands(self.root)
         )
 
+    def under_a_flag_off_by_default(self, node):
+        """Whether `node` runs only under `if args.fp16:` (or `opt.fp16`, `fp16`), a command-line flag this module
+        declares off by default (store_true, or a default of False, None, "" or 0) that nothing else in the
+        repository names: no script, page or config passes it, so the default and the documented runs never
+        take that branch (howardlau1999's pytorch-ddp-template's APEX branch, corpus 30; judged false in
+        corpora 12, 18, 21 and 30 where the documented commands leave the flag off)."""
+        for parent in self.parents_of(node):
+            if isinstance(parent, DEFINITIONS):
+                return False
+            if not isinstance(parent, ast.If) or not _in_body(node, parent):
+                continue
+            test = parent.test
+            if not isinstance(test, (ast.Name, ast.Attribute)):
+                continue
+            flag = last(dotted(test))
+            if flag and self.flag_off_by_default(flag):
+                return True
+        return False
+
+    def flag_off_by_default(self, flag):
+        declared = [
+            a
+            for a in self.nodes
+            if isinstance(a, ast.Call)
+            and last(dotted(a.func)) == "add_argument"
+            and any(
+                isinstance(x, ast.Constant)
+                and isinstance(x.value, str)
+                and x.value.startswith("--")
+                and x.value[2:].replace("-", "_") == flag
+                for x in a.args
+            )
+        ]
+        if len(declared) != 1:
+            return False
+        action, default = keyword(declared[0], "action"), keyword(declared[0], "default")
+        off = (
+            isinstance(action, ast.Constant) and action.value == "store_true" and default is None
+        ) or (isinstance(default, ast.Constant) and default.value in (False, None, "", 0))
+        if not off:
+            return False
+        if self.root is None:
+            return True
+        return flag not in Project.words_elsewhere(self.root, Path(self.path).resolve())
+
     def launched_in_processes(self):
         """The repository's commands run this file with a launcher that starts several processes: `accelerate
         launch` (not with --num_processes 1 or --cpu), torchrun, `python -m torch.distributed.launch` or `run`,
@@ -2419,6 +2464,10 @@ class DeprecatedAmp(Rule):
     fallback after torch.amp was tried (Checker.add leaves those out)."""
 
     code = "DDL102"
+
+    def add(self, node, fixable=True):
+        if not self.m.under_a_flag_off_by_default(node):
+            super().add(node, fixable)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
