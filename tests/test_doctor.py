@@ -586,6 +586,12 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL173": (
+        "import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "node_rank = int(os.environ['NODE_RANK'])\ndist.init_process_group('nccl')\n",
+        "import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "node_rank = int(os.environ['GROUP_RANK'])\ndist.init_process_group('nccl')\n",
+    ),
     "DDL172": (
         "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
         "torch.manual_seed(0)\ndef sample_for_fid(net, n):\n    z = torch.randn(n, 128, device='cuda')\n"

@@ -3220,6 +3220,88 @@ def test_apex_under_a_flag_that_is_off_by_default_and_that_no_command_passes(tmp
         assert ("DDL102" in found) is expected, (declared, guard, run, found)
 
 
+def test_a_write_under_a_flag_another_module_declares_off_and_no_script_passes(tmp_path):
+    """Any rule, corpus 31 (seen): LESS's evaluation writes `prediction.txt` on every rank only under
+    `if args.save_pred:`, a store_true flag its utils/init.py declares and scripts/train.sh never passes
+    (judged false twice; the reader tagged the mistake [config]). Reported where a script passes the flag, where
+    the code sets it, or where the flag is on by default."""
+    train = (
+        DDP_HEAD + "from utils.init import get_args\nargs = get_args()\nmodel = DDP(Net())\n"
+        "for x, y in loader:\n    F.mse_loss(model(x), y).backward()\n    optimizer.step()\n"
+        "{set}if args.save_pred:\n    np.savetxt('prediction.txt', info_list)\n" + DDP_TAIL
+    )
+    init = (
+        "import argparse\ndef get_args():\n    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--save_pred', {declared})\n    return p.parse_args()\n"
+    )
+    run = "python -m torch.distributed.launch --nproc_per_node 2 scripts/train.py --batch_size 7{extra}\n"
+    for i, (declared, extra, set_, expected) in enumerate(
+        (
+            ("action='store_true'", "", "", False),
+            ("action='store_true'", " --save_pred", "", True),
+            ("action='store_true'", "", "args.save_pred = True\n", True),
+            ("type=bool, default=True", "", "", True),
+        )
+    ):
+        files = {
+            ".git/HEAD": "",
+            "scripts/train.py": train.format(set=set_),
+            "scripts/utils/__init__.py": "",
+            "scripts/utils/init.py": init.format(declared=declared),
+            "scripts/train.sh": run.format(extra=extra),
+        }
+        found = check_in_project(tmp_path / str(i), files, "scripts/train.py")
+        assert ("DDL107" in found) is expected, (declared, extra, set_, found)
+
+
+def test_a_training_loop_left_on_a_wall_clock_limit_each_rank_reads_alone():
+    """DDL134, corpus 31 (seen): nGPT's `if time.time() - tlaunch > time_limit_seconds: break` in its DDP
+    training loop: the ranks cross the limit at different steps, and those still in the loop wait in the next
+    all-reduce. Not where the decision is broadcast or all-reduced first, nor a limit on the step count."""
+    script = (
+        DDP_HEAD + "import time\nmodel = DDP(Net())\ntlaunch = time.time()\n"
+        "for x, y in loader:\n    F.mse_loss(model(x), y).backward()\n    optimizer.step()\n"
+        "{agree}    if {test}:\n        break\n" + DDP_TAIL
+    )
+    over = "time.time() - tlaunch > limit"
+    agree = (
+        "    stop = torch.tensor(float(time.time() - tlaunch > limit))\n"
+        "    dist.all_reduce(stop, op=dist.ReduceOp.MAX)\n"
+    )
+    assert_found(
+        "DDL134",
+        script,
+        ("agree", "test"),
+        (
+            ("", over, True),
+            ("", "time.perf_counter() - t0 > limit", True),
+            (agree, "stop.item() > 0", False),
+            ("", "step >= max_steps", False),
+        ),
+    )
+
+
+def test_node_rank_read_from_the_environment_under_torchrun(tmp_path):
+    """DDL173, corpus 31 (seen): gcr_lerobot_2's fsdp_train.py reads `os.environ["NODE_RANK"]`, which torchrun
+    (its mpi.sh) never sets: KeyError on every rank. Quiet with a default, where a script exports the variable
+    or sets it on the command, and where nothing launches the file with torchrun."""
+    script = "import os\nimport torch.distributed as dist\nnode_rank = {read}\ndist.init_process_group('nccl')\n"
+    subscript, default = "int(os.environ['NODE_RANK'])", "int(os.environ.get('NODE_RANK', 0))"
+    run = "torchrun --nnodes=1 --nproc_per_node=2 train.py\n"
+    for i, (read, sh, expected) in enumerate(
+        (
+            (subscript, run, True),
+            (default, run, False),
+            (subscript, "export NODE_RANK=0\n" + run, False),
+            (subscript, "NODE_RANK=0 " + run, False),
+            (subscript, "python train.py\n", False),
+        )
+    ):
+        files = {".git/HEAD": "", "train.py": script.format(read=read), "run.sh": sh}
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert ("DDL173" in found) is expected, (read, sh, found)
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an
@@ -4704,6 +4786,46 @@ def test_a_lightning_validation_metric_logged_without_sync_dist(tmp_path):
             "README.md": "A DDPM trained with Lightning.\n",
         }
         found = check_in_project(tmp_path / str(i), files, "pkg/methods.py")
+        assert ("DDL162" in found) == expected, (i, found)
+
+
+def test_a_lightning_validation_dict_or_a_logging_wrapper_without_sync_dist(tmp_path):
+    """DDL162, corpus 31 (seen): Open-MAGVIT2's `aeloss, log_dict_ae = self.loss(...)` then
+    `self.log_dict(log_dict_ae, on_epoch=True)` in its validation step; protein-frame-flow's
+    `self._log_scalar(key, value, on_epoch=True)`, a method that calls `self.log(..., sync_dist=sync_dist)` with
+    sync_dist False by default, in a repository whose Trainer has use_distributed_sampler=False but whose
+    val_dataloader shards with a DistributedSampler itself. Quiet with sync_dist=True passed, for a dict of
+    the module's metric objects, and where the val loader is not sharded."""
+    module = (
+        "import pytorch_lightning as pl\nclass Net(pl.LightningModule):\n"
+        "    def _log_scalar(self, key, value, on_epoch=False, sync_dist=False):\n"
+        "        self.log(key, value, on_epoch=on_epoch, sync_dist=sync_dist)\n"
+        "    def validation_step(self, batch, batch_idx):\n{body}"
+        "    def val_dataloader(self):\n        return DataLoader(self.valid, {sampler})\n"
+    )
+    experiment = "import pytorch_lightning as pl\npl.Trainer(strategy='ddp', use_distributed_sampler=False)\n"
+    pair = "        loss, logs = self.loss(batch)\n        self.log_dict(logs, on_epoch=True)\n"
+    metrics = "        logs = {'acc': self.val_acc}\n        self.log_dict(logs, on_epoch=True)\n"
+    wrapped = "        self._log_scalar('valid/rmsd', self.rmsd(batch), on_epoch=True)\n"
+    synced = (
+        "        self._log_scalar('valid/rmsd', self.rmsd(batch), on_epoch=True, sync_dist=True)\n"
+    )
+    sharded, whole = "sampler=DistributedSampler(self.valid, shuffle=False)", "shuffle=False"
+    for i, (body, sampler, expected) in enumerate(
+        (
+            (pair, sharded, True),
+            (wrapped, sharded, True),
+            (synced, sharded, False),
+            (metrics, sharded, False),
+            (pair, whole, False),
+        )
+    ):
+        files = {
+            ".git/HEAD": "",
+            "net.py": module.format(body=body, sampler=sampler),
+            "train.py": experiment,
+        }
+        found = check_in_project(tmp_path / str(i), files, "net.py")
         assert ("DDL162" in found) == expected, (i, found)
 
 

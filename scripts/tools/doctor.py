@@ -580,6 +580,16 @@ RULES = {
         "rank, so the set gathered from the ranks is world-size copies of one rank's: the metric is computed on "
         "1/world-size of the samples it claims.",
     ),
+    "DDL173": (
+        "an environment variable torchrun never sets (NODE_RANK) read without a default in a torchrun script",
+        "read what torchrun sets: GROUP_RANK for the node's index, RANK and LOCAL_RANK for the process's, or "
+        'os.environ.get("NODE_RANK", "0")',
+        "1-launch-with-torchrun",
+        "torchrun gives each worker RANK, LOCAL_RANK, GROUP_RANK (the node's index), WORLD_SIZE, "
+        "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torch 2.13, listed here), and no NODE_RANK: "
+        '`os.environ["NODE_RANK"]` raises KeyError on every rank of the documented launch, before the '
+        "process group forms.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -854,6 +864,7 @@ UNMEASURED = frozenset(
         "DDL170",
         "DDL171",
         "DDL172",
+        "DDL173",
     }
 )
 PREVIEW = UNMEASURED | frozenset(
@@ -1175,6 +1186,7 @@ class Checker:
                 "DistributedDataParallel",
                 "DDP",
                 "PartialState",
+                "Fabric",  # Lightning Fabric: its launcher starts the processes (`lightning run model`)
             }
         )
         self.distributed = (
@@ -1506,25 +1518,29 @@ class Checker:
         )
 
     def under_a_flag_off_by_default(self, node):
-        """Whether `node` runs only under `if args.fp16:` (or `opt.fp16`, `fp16`), a command-line flag this module
-        declares off by default (store_true, or a default of False, None, "" or 0) that nothing else in the
-        repository names: no script, page or config passes it, so the default and the documented runs never
-        take that branch (howardlau1999's pytorch-ddp-template's APEX branch, corpus 30; judged false in
-        corpora 12, 18, 21 and 30 where the documented commands leave the flag off)."""
+        """Whether `node` runs only under `if args.fp16:` (or `opt.fp16`, `fp16`), a command-line flag declared
+        off by default (store_true, or a default of False, None, "" or 0) that nothing else in the repository
+        names: no script, page or config passes it and no code sets it, so neither the default run nor a
+        documented one takes that branch (howardlau1999's APEX branch under `--fp16`, corpus 30; LESS's
+        `--save_pred` writes and SplatFormer's `--save_viewer`, corpus 31). The judges of corpora 12 to 31
+        counted such findings false, and the readers tag such mistakes [config], not [full]."""
         for parent in self.parents_of(node):
             if isinstance(parent, DEFINITIONS):
                 return False
             if not isinstance(parent, ast.If) or not _in_body(node, parent):
                 continue
             test = parent.test
-            if not isinstance(test, (ast.Name, ast.Attribute)):
-                continue
-            flag = last(dotted(test))
-            if flag and self.flag_off_by_default(flag):
-                return True
+            if isinstance(test, (ast.Name, ast.Attribute)) and last(dotted(test)):
+                flag = last(dotted(test))
+                if self.root is not None:
+                    if Project.flag_off(self.root, flag):
+                        return True
+                elif self.flag_off_here(flag):
+                    return True
         return False
 
-    def flag_off_by_default(self, flag):
+    def flag_off_here(self, flag):
+        """flag_off for a module read alone: its own parser declares the flag off."""
         declared = [
             a
             for a in self.nodes
@@ -1538,17 +1554,7 @@ class Checker:
                 for x in a.args
             )
         ]
-        if len(declared) != 1:
-            return False
-        action, default = keyword(declared[0], "action"), keyword(declared[0], "default")
-        off = (
-            isinstance(action, ast.Constant) and action.value == "store_true" and default is None
-        ) or (isinstance(default, ast.Constant) and default.value in (False, None, "", 0))
-        if not off:
-            return False
-        if self.root is None:
-            return True
-        return flag not in Project.words_elsewhere(self.root, Path(self.path).resolve())
+        return len(declared) == 1 and declared_off(ast.unparse(declared[0]))
 
     def launched_in_processes(self):
         """The repository's commands run this file with a launcher that starts several processes: `accelerate
@@ -1740,6 +1746,8 @@ class Checker:
             return
         if code in RUN_SHAPED and self.never_distributed(node):
             return  # a sampler, a write or an eval in code that only a one-process run reaches (TAPE's run_eval)
+        if self.under_a_flag_off_by_default(node):
+            return  # a branch neither the default run nor any documented one takes
         fixable = fixable and code in FIXABLE and via is None
         self.found.append(Finding(self.path, node.lineno, node.col_offset, code, fixable, via))
 
@@ -2464,10 +2472,6 @@ class DeprecatedAmp(Rule):
     fallback after torch.amp was tried (Checker.add leaves those out)."""
 
     code = "DDL102"
-
-    def add(self, node, fixable=True):
-        if not self.m.under_a_flag_off_by_default(node):
-            super().add(node, fixable)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
@@ -3456,6 +3460,7 @@ class SkipOnLocalCondition(Rule):
     code = "DDL134"
     NON_FINITE = re.compile(r"isnan|isinf|isfinite|\bnan\b|\binf\b", re.I)
     EARLY_STOP = re.compile(r"early_?stop|should_stop|stop_training", re.I)
+    CLOCK = re.compile(r"\btime\.(time|perf_counter|monotonic)\(|\bdatetime\.now\(")
 
     def reads_batch(self, test, loop):
         """A test of what this process's batch holds: `if any(len(t) < 1 for t in targets): continue`
@@ -3659,7 +3664,11 @@ class SkipOnLocalCondition(Rule):
         loop = self.innermost_loop(node)
         per_rank = self.m.picks_ranks(node.test) or self.rank_check(node) is not None
         if leaves and isinstance(leaves[0], ast.Break) and loop is not None and not per_rank:
-            per_rank = self.counted_on_one_rank(node.test, loop)
+            # a wall-clock limit each process reads for itself (nGPT's `if time.time() - tlaunch >
+            # time_limit_seconds: break`, corpus 31): the ranks cross it at different steps
+            per_rank = bool(self.CLOCK.search(ast.unparse(node.test))) or self.counted_on_one_rank(
+                node.test, loop
+            )
         if (
             not leaves
             and loop is not None
@@ -4936,6 +4945,11 @@ class NeverWrapped(Rule):
             def visit_JoinedStr(self, node):
                 return ast.Constant("")
 
+            # torch's wrappers imported and never used (Instruction_Motion_Editing imports FSDP, wraps
+            # nothing: corpus 31); an import of another library (lightning, deepspeed) still says it
+            def visit_ImportFrom(self, node):
+                return None if (node.module or "").startswith("torch.") else node
+
         return ast.unparse(Unsaid().visit(copy.deepcopy(self.m.tree)))
 
     def syncs(self, module, used, depth=2):
@@ -5820,9 +5834,12 @@ class RewrappedAway(Rule):
     code = "DDL170"
 
     def begin(self):
-        return self.m.wraps_in_ddp
+        return self.m.wraps_in_ddp or self.m.uses_accelerate
 
     def visit_Assign(self, node):
+        if self.unwrapped_to_train(node):
+            self.add(node, fixable=False)
+            return
         if not wraps(node.value) or len(node.targets) != 1 or not dotted(node.targets[0]):
             return
         name = dotted(node.targets[0])
@@ -5852,6 +5869,37 @@ class RewrappedAway(Rule):
             ):
                 self.add(again, fixable=False)
             return
+
+    def unwrapped_to_train(self, node):
+        """`unet = unet.module` right after `accelerator.prepare(unet, ...)` (or a DDP wrap), then a backward
+        later in the same scope: the forward that follows skips the wrapper, which then never all-reduces
+        (SVD_Xtend's train_svd.py, corpus 31). Not a binding under no_grad, nor one with no backward after it
+        (the unwrap before a save)."""
+        if len(node.targets) != 1 or not dotted(node.targets[0]):
+            return False
+        name, value = dotted(node.targets[0]), node.value
+        if not (
+            isinstance(value, ast.Attribute)
+            and value.attr == "module"
+            and dotted(value.value) == name
+        ):
+            return False
+        prepared = self.m.prepared_expressions or set()
+        wrapped = name in prepared or any(
+            isinstance(n, ast.Assign)
+            and wraps(n.value)
+            and any(dotted(t) == name for t in n.targets)
+            and n.lineno < node.lineno
+            for n in self.m.nodes
+        )
+        scope = self.function_of(node) or self.m.tree
+        return wrapped and any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "backward"
+            and n.lineno > node.end_lineno
+            for n in scope_nodes(scope)
+        )
 
     def exclusive(self, first, second):
         """Whether two statements sit in the two branches of one `if`."""
@@ -5911,6 +5959,54 @@ class ResumeReplaysBatches(Rule):
             )
             for n in ast.walk(loop)
         )
+
+
+class EnvironmentTorchrunNeverSets(Rule):
+    """DDL173: `os.environ["NODE_RANK"]` (no default) in a script the repository launches with torchrun, which
+    sets RANK, LOCAL_RANK, GROUP_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT but no
+    NODE_RANK (listed here from torch 2.13's torchrun): the documented launch dies with a KeyError on every
+    rank (gcr_lerobot_2's fsdp_train.py, corpus 31). Not where a shell script of the repository exports the
+    variable or sets it on the command, nor a read with a default (`os.environ.get`)."""
+
+    code = "DDL173"
+    NEVER_SET = ("NODE_RANK", "NNODES", "NPROC_PER_NODE")
+
+    def begin(self):
+        lightning = any(
+            isinstance(n, (ast.Import, ast.ImportFrom)) and "lightning" in ast.unparse(n)
+            for n in self.m.nodes
+        )
+        if lightning or self.m.launched_with(
+            r"lightning\s+run|\bdeepspeed\b|accelerate\s+launch|\bsrun\b|mpirun"
+        ):
+            return False  # Lightning's launcher sets NODE_RANK; the others are not read here
+        # torchrun named by the repository, or LOCAL_RANK read with no default: the script counts on it
+        return self.m.launched_with(r"\btorchrun\b|torch\.distributed\.run\b") or any(
+            isinstance(n, ast.Subscript)
+            and dotted(n.value) in ("os.environ", "environ")
+            and isinstance(n.slice, ast.Constant)
+            and n.slice.value == "LOCAL_RANK"
+            and isinstance(n.ctx, ast.Load)
+            for n in self.m.nodes
+        )
+
+    def visit_Subscript(self, node):
+        if not (
+            dotted(node.value) in ("os.environ", "environ")
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value in self.NEVER_SET
+            and isinstance(node.ctx, ast.Load)
+        ):
+            return
+        variable = node.slice.value
+        exported = re.compile(
+            rf"\bexport\s+{variable}\b|(^|\s){variable}=\S*\s+(torchrun|python)", re.M
+        )
+        if self.m.root is not None and any(
+            exported.search(Project.text(page)) for page in Project.pages(self.m.root, (".sh",))
+        ):
+            return
+        self.add(node, fixable=False)
 
 
 class SummedLossLogged(Rule):
@@ -6063,7 +6159,7 @@ class LossOverWorldSize(Rule):
         return self.divides(last_bound.value)
 
 
-LOGGERS = {"print", "info", "log", "add_scalar", "add_scalars", "log_metrics", "write"}
+LOGGERS = {"print", "info", "log", "log_dict", "add_scalar", "add_scalars", "log_metrics", "write"}
 # in the value given to a metric's entry: the accumulator (`total_val_loss`), whatever its prefix
 METRIC_WORD = re.compile(r"loss|acc|metric|score|ppl|perplexity|psnr|err", re.I)
 # `val_loss`, `test_acc`; behind one word (`epoch_val_loss`, `avg_val_metric`: PSED's, corpus 29); a key as
@@ -6112,6 +6208,7 @@ class UnreducedEvalLog(Rule):
             if isinstance(node, ast.Call) and last(dotted(node.func)) in (
                 "DistributedSampler",
                 "prepare",
+                "setup_dataloaders",  # Lightning Fabric's, which shards with a DistributedSampler
             ):
                 statement = next(
                     p for p in [node, *self.m.parents_of(node)] if isinstance(p, ast.stmt)
@@ -6136,7 +6233,10 @@ class UnreducedEvalLog(Rule):
 
     def visit_Call(self, node):
         callee = last(dotted(node.func))
-        main_only = dotted(node.func).startswith(("accelerator.", "self.accelerator."))
+        # accelerate's and Lightning Fabric's print and log run on the main process alone
+        main_only = dotted(node.func).startswith(
+            ("accelerator.", "self.accelerator.", "fabric.", "self.fabric.")
+        )
         main_only = main_only or callee in self.main_loggers
         if (callee in LOGGERS or callee in self.main_loggers) and (
             main_only or self.m.guarded(node)
@@ -6917,24 +7017,65 @@ class LightningEvalLogUnsynced(Rule):
             return False
         said = Project.strategies(self.m.root) if self.m.root is not None else set()
         said |= strategies_in(self.m.text)
-        # an evaluation the Trainer is told not to shard may run whole on every rank
-        return "sampler" not in said and bool(said)
+        # an evaluation the Trainer is told not to shard may run whole on every rank, unless the project's
+        # val_dataloader shards it itself (protein-frame-flow's DistributedSampler, corpus 31)
+        if "sampler" in said and not (
+            self.m.root is not None and Project.val_loader_shards(self.m.root)
+        ):
+            return False
+        return bool(said - {"sampler"})
 
     def visit_ClassDef(self, node):
         if not any(last(dotted(b)) == "LightningModule" for b in node.bases):
             return
+        self.hooks = set(self.HOOKS) | self.wrappers(node)
         for method in node.body:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and EVAL_WORDS.search(
                 method.name
             ):
                 self.report_first([c for c in ast.walk(method) if self.unsynced(c)])
 
+    @staticmethod
+    def wrappers(cls):
+        """The class's own methods that log through `self.log(...)` without a sync unless told
+        (protein-frame-flow's `_log_scalar(self, key, value, ..., sync_dist=False, rank_zero_only=True)`,
+        corpus 31): a call of one that does not pass sync_dist=True logs unreduced."""
+        found = set()
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = method.args
+            defaults = dict(
+                zip(
+                    [a.arg for a in args.args][len(args.args) - len(args.defaults) :], args.defaults
+                )
+            )
+            for call in ast.walk(method):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and dotted(call.func.value) == "self"
+                    and call.func.attr == "log"
+                ):
+                    continue
+                sync = keyword(call, "sync_dist")
+                value = (call.args[1:2] or [keyword(call, "value")])[0]
+                # the value logged is the one the caller hands in (not a metric object of its own:
+                # multimodal's _compute_recall logs torchmetrics objects, which sync themselves)
+                handed = isinstance(value, ast.Name) and value.id in [a.arg for a in args.args]
+                if handed and (
+                    sync is None
+                    or (isinstance(sync, ast.Name) and not is_true(defaults.get(sync.id)))
+                ):
+                    found.add(method.name)
+        return found
+
     def unsynced(self, call):
         if not (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
             and dotted(call.func.value) == "self"
-            and call.func.attr in self.HOOKS
+            and call.func.attr in getattr(self, "hooks", self.HOOKS)
         ):
             return False
         on_epoch = keyword(call, "on_epoch")
@@ -6942,16 +7083,37 @@ class LightningEvalLogUnsynced(Rule):
             isinstance(on_epoch, ast.Constant) and on_epoch.value is False
         ):
             return False  # reduced over the ranks, or a per-step value Lightning does not average
-        if call.func.attr == "log":
+        if call.func.attr != "log_dict":  # self.log(name, value) or a wrapper of it
             value = (call.args[1:2] or [keyword(call, "value")])[0]
             values = [] if value is None else [value]
         else:
             given = (call.args[:1] or [keyword(call, "dictionary")])[0]
-            values = given.values if isinstance(given, ast.Dict) else []
+            values = self.dict_values(call, given)
         # an attribute of the module (`self.val_acc`): a torchmetrics Metric, which syncs in compute()
         return any(
             not (isinstance(v, ast.Attribute) and dotted(v).startswith("self.")) for v in values
         )
+
+    def dict_values(self, call, given):
+        """The values of the dict `self.log_dict(...)` is given: a dict written there, or one a name of the method
+        is bound to; a dict the method gets from a call (`aeloss, log_dict_ae = self.loss(...)`, Open-MAGVIT2's
+        validation step, corpus 31) holds the step's tensors, so it stands for itself. A module's attribute (a
+        MetricCollection, which syncs in compute()) is left to the caller."""
+        if isinstance(given, ast.Dict):
+            return given.values
+        if not isinstance(given, ast.Name):
+            return [] if given is None else [given]
+        bindings = [
+            n
+            for n in ast.walk(self.function_of(call) or self.m.tree)
+            if isinstance(n, ast.Assign) and given.id in bound_names(n) and n.lineno < call.lineno
+        ]
+        if not bindings:
+            return []  # a parameter: what the caller hands in is not read here
+        value = bindings[-1].value
+        if isinstance(value, ast.Dict):
+            return value.values
+        return [given] if isinstance(value, ast.Call) else []
 
 
 class PerRankSamplerSeed(CallRule):
@@ -8196,6 +8358,7 @@ RULE_CLASSES = [
     RewrappedAway,
     ResumeReplaysBatches,
     SameSamplesGathered,
+    EnvironmentTorchrunNeverSets,
 ]
 
 
@@ -8742,6 +8905,40 @@ class Project:
             for pattern in patterns:
                 found |= set(re.findall(pattern, text, re.M))
         return frozenset(v.strip("'\"") for v in found)
+
+    @staticmethod
+    @functools.cache
+    def flag_off(root, flag):
+        """Whether the repository declares `--flag` once, off by default (declared_off), and nothing else in it
+        names the flag: no `--flag` in a script, page or config, no `flag:` or `"flag":` in a config, no
+        `args.flag = ...` in its code."""
+        spelled = re.escape(flag).replace("_", "[_-]")
+        declaration = re.compile(rf"add_argument\(\s*['\"]--{spelled}['\"][^)]*\)")
+        declared, named = [], 0
+        for page in Project.pages(root, REPOSITORY_TEXTS):
+            text = Project.text(page)
+            if flag.replace("_", "") not in text.replace("_", "").replace("-", ""):
+                continue
+            found = declaration.findall(text)
+            declared += found
+            rest = declaration.sub("", text)
+            if page.suffix == ".py":
+                named += len(re.findall(rf"--{spelled}\b|\.{re.escape(flag)}\s*=(?!=)", rest))
+            else:
+                named += len(re.findall(rf"--{spelled}\b|\b{re.escape(flag)}['\"]?\s*[:=]", rest))
+        return len(declared) == 1 and declared_off(declared[0]) and not named
+
+    @staticmethod
+    @functools.cache
+    def val_loader_shards(root):
+        """Whether a `def val_dataloader(...)` of the repository's Python builds a DistributedSampler."""
+        method = re.compile(r"def val_dataloader\(.*?(?=\n\s*def |\Z)", re.S)
+        return any(
+            "DistributedSampler" in body
+            for page in Project.pages(root, (".py",))
+            if "val_dataloader" in Project.text(page)
+            for body in method.findall(Project.text(page))
+        )
 
     @staticmethod
     @functools.cache
@@ -9542,11 +9739,27 @@ DISTRIBUTED_STRATEGY = re.compile(
 )
 
 
+def declared_off(declaration):
+    """Whether an `add_argument(...)` call's text declares its flag off by default: store_true without a true
+    default, or a default of False, None, "" or 0."""
+    if re.search(r"default\s*=\s*True\b", declaration):
+        return False
+    return bool(
+        re.search(r"action\s*=\s*['\"]store_true['\"]", declaration)
+        or re.search(r"default\s*=\s*(False|None|0|''|\"\")\s*[,)]", declaration)
+    )
+
+
+STRATEGY_NAMES = re.compile(r"\b(ddp(?![mg])|fsdp|deepspeed)")
+
+
 def strategies_in(text):
-    """The DISTRIBUTED_STRATEGY words of a text: "ddp", "fsdp", "deepspeed", "sampler"."""
-    return {
-        group for match in DISTRIBUTED_STRATEGY.findall(text.lower()) for group in match if group
-    }
+    """The DISTRIBUTED_STRATEGY words of a text: "ddp", "fsdp", "deepspeed", "sampler". The strategy's name
+    is read apart from the sampler's switch, which may hold it in one call (`Trainer(strategy="ddp",
+    use_distributed_sampler=False)`)."""
+    text = text.lower()
+    said = {group for match in DISTRIBUTED_STRATEGY.findall(text) for group in match if group}
+    return said | set(STRATEGY_NAMES.findall(text))
 
 
 # the files of a repository that may name a module's functions: its code, notebooks, configs, scripts and pages
