@@ -586,6 +586,21 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL174": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nstate = torch.load('last.pt')\n"
+        "optimizer.load_state_dict(state['optimizer'])\n"
+        "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)\n"
+        "for epoch in range(state['epoch'] + 1, 9):\n    train_one_epoch(model, optimizer)\n"
+        "    scheduler.step()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nstate = torch.load('last.pt')\n"
+        "optimizer.load_state_dict(state['optimizer'])\n"
+        "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)\n"
+        "scheduler.load_state_dict(state['scheduler'])\n"
+        "for epoch in range(state['epoch'] + 1, 9):\n    train_one_epoch(model, optimizer)\n"
+        "    scheduler.step()\n",
+    ),
     "DDL173": (
         "import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
         "node_rank = int(os.environ['NODE_RANK'])\ndist.init_process_group('nccl')\n",

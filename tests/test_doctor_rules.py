@@ -3302,6 +3302,49 @@ def test_node_rank_read_from_the_environment_under_torchrun(tmp_path):
         assert ("DDL173" in found) is expected, (read, sh, found)
 
 
+def test_a_resume_that_restores_the_optimizer_and_builds_the_scheduler_anew(tmp_path):
+    """DDL174, corpus 31 (seen): gpt2-fsdp's checkpoint_handler.py restores the optimizer's state on resume
+    and train_fsdp.py builds its StepLR anew, so the decay starts over. Quiet where the scheduler's state is
+    loaded too, where it is built with last_epoch, stepped to a position it is given, or caught up in a loop of
+    its own, and where nothing restores the optimizer (no resume)."""
+    train = (
+        DDP_HEAD + "from checkpoint_handler import load_checkpoint\nmodel = DDP(Net())\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nstart = load_checkpoint(model, optimizer)\n"
+        "scheduler = StepLR(optimizer, step_size=1, gamma=0.1{kw})\n{catch}"
+        "for epoch in range(start, 9):\n    for x, y in loader:\n"
+        "        F.mse_loss(model(x), y).backward()\n        optimizer.step()\n    scheduler.step({arg})\n"
+        + DDP_TAIL
+    )
+    handler = (
+        "import torch\ndef load_checkpoint(model, optimizer):\n    state = torch.load('ckpt.pt')\n"
+        "    model.load_state_dict(state['model'])\n    {optimizer}\n{scheduler}    return state['epoch'] + 1\n"
+    )
+    restores = "optimizer.load_state_dict(state['optimizer'])"
+    catch = "for _ in range(start):\n    scheduler.step()\n"
+    for i, (kw, catch_, arg, optimizer, scheduler, expected) in enumerate(
+        (
+            ("", "", "", restores, "", True),
+            ("", "", "", restores, "    scheduler_state = state['scheduler']\n", True),
+            (", last_epoch=start - 1", "", "", restores, "", False),
+            ("", "", "epoch", restores, "", False),
+            ("", catch, "", restores, "", False),
+            ("", "", "", "pass", "", False),
+        )
+    ):
+        files = {
+            ".git/HEAD": "",
+            "train.py": train.format(kw=kw, catch=catch_, arg=arg),
+            "checkpoint_handler.py": handler.format(optimizer=optimizer, scheduler=scheduler),
+        }
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert ("DDL174" in found) is expected, (i, found)
+    files["checkpoint_handler.py"] = handler.format(
+        optimizer=restores, scheduler="    scheduler.load_state_dict(state['scheduler'])\n"
+    )
+    files["train.py"] = train.format(kw="", catch="", arg="")
+    assert "DDL174" not in check_in_project(tmp_path / "loaded", files, "train.py")
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an

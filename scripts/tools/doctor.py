@@ -590,6 +590,15 @@ RULES = {
         '`os.environ["NODE_RANK"]` raises KeyError on every rank of the documented launch, before the '
         "process group forms.",
     ),
+    "DDL174": (
+        "an LR scheduler left out of a resume that restores the optimizer",
+        "save scheduler.state_dict() with the optimizer's and load it on resume (or rebuild the scheduler with "
+        "last_epoch set to the resumed step)",
+        "12-load-safely",
+        "A resume that restores the weights and the optimizer's state but builds the LR scheduler anew starts "
+        "the schedule from step 0: the warm-up runs again and the decay starts over, so the resumed run trains "
+        "at other learning rates than the uninterrupted one.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -865,6 +874,7 @@ UNMEASURED = frozenset(
         "DDL171",
         "DDL172",
         "DDL173",
+        "DDL174",
     }
 )
 PREVIEW = UNMEASURED | frozenset(
@@ -6009,6 +6019,89 @@ class EnvironmentTorchrunNeverSets(Rule):
         self.add(node, fixable=False)
 
 
+class SchedulerNotResumed(Rule):
+    """DDL174: an LR scheduler object the module builds and steps, in a project that restores the optimizer's
+    state on resume (`optimizer.load_state_dict(...)`, here or in a project module this one imports) but never
+    the scheduler's: no `scheduler.load_state_dict`, no `last_epoch=`, no `scheduler.step(epoch)`, no loop that
+    steps it to the resumed step, no accelerate load_state. The resumed run starts the schedule again: warm-up
+    and decay from step 0 (gpt2-fsdp's StepLR, VITRA's warm-up schedule; corpus 31)."""
+
+    code = "DDL174"
+    MADE = re.compile(
+        r"^(get_\w*schedul\w*|\w*_schedule(_with_\w+)?|\w*LR|\w*LRScheduler|LRScheduler|"
+        r"ReduceLROnPlateau|CosineAnnealing\w*|OneCycleLR|MultiGroupLRScheduler)$"
+    )
+
+    def begin(self):
+        words = self.m.words | set(self.m.calls)
+        if self.m.uses_accelerate or words & {"load_state", "Trainer", "LightningModule"}:
+            return False
+        if not any(self.MADE.match(name or "-") for name in self.m.calls):
+            return False
+        loads = [
+            receiver
+            for tree in [self.m.tree, *(Project.tree(m) for m in self.m.project.imported)]
+            for receiver in self.loaded_into(tree)
+        ]
+        restores_optimizer = any("opt" in r.lower() for r in loads)
+        restores_scheduler = any("sched" in r.lower() for r in loads)
+        return restores_optimizer and not restores_scheduler
+
+    @staticmethod
+    def loaded_into(tree):
+        """What a module's `x.load_state_dict(...)` calls load into (`optimizer`, `self.lr_scheduler`), and what
+        `load_state_dict(scheduler, ...)` is given first; not in a `load_state_dict` method the module defines (a
+        Lookahead optimizer's, which loads its inner optimizer: kaggle_contrails, corpus 28)."""
+        found, todo = [], list(ast.iter_child_nodes(tree))
+        while todo:
+            node = todo.pop()
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name == "load_state_dict"
+            ):
+                continue
+            if isinstance(node, ast.Call) and last(dotted(node.func)) == "load_state_dict":
+                if isinstance(node.func, ast.Attribute):
+                    found.append(dotted(node.func.value))
+                found += [dotted(a) for a in node.args[:1]]
+            todo.extend(ast.iter_child_nodes(node))
+        return found
+
+    def end(self):
+        made = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and dotted(n.targets[0])
+            and isinstance(n.value, ast.Call)
+            and self.MADE.match(last(dotted(n.value.func)))
+            and keyword(n.value, "last_epoch") is None
+        ]
+        for node in made:
+            name = dotted(node.targets[0])
+            steps = [
+                c
+                for c in self.m.nodes
+                if isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "step"
+                and dotted(c.func.value) == name
+            ]
+            if not steps or any(c.args or c.keywords for c in steps):
+                continue  # never stepped, or stepped to a position it is given (`scheduler.step(epoch)`)
+            if any(self.catches_up(c) for c in steps):
+                continue
+            self.add(node, fixable=False)
+            return
+
+    def catches_up(self, step):
+        """`for _ in range(resumed_steps): lr_scheduler.step()`: a loop that does nothing but step it."""
+        loop = self.m.parent.get(step)
+        loop = self.m.parent.get(loop) if isinstance(loop, ast.Expr) else loop
+        return isinstance(loop, ast.For) and len(loop.body) == 1 and not trains(loop.body)
+
+
 class SummedLossLogged(Rule):
     """DDL169: `dist.reduce(tensor=v, dst=0, op=dist.ReduceOp.SUM)` over a loss (`for k, v in
     self.loss_dict.items()`), then `add_scalar(k, v.item())` on rank 0, with no division of it in the function
@@ -8359,6 +8452,7 @@ RULE_CLASSES = [
     ResumeReplaysBatches,
     SameSamplesGathered,
     EnvironmentTorchrunNeverSets,
+    SchedulerNotResumed,
 ]
 
 
