@@ -586,6 +586,20 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL175": (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "generator = DDP(Generator().cuda())\ndiscriminator = Discriminator().cuda()\n"
+        "opt_g = torch.optim.Adam(generator.parameters())\n"
+        "opt_d = torch.optim.Adam(discriminator.parameters())\nfor x in loader:\n"
+        "    d_loss(discriminator, generator, x).backward()\n    opt_d.step()\n"
+        "    g_loss(discriminator, generator, x).backward()\n    opt_g.step()\n",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "generator = DDP(Generator().cuda())\ndiscriminator = DDP(Discriminator().cuda())\n"
+        "opt_g = torch.optim.Adam(generator.parameters())\n"
+        "opt_d = torch.optim.Adam(discriminator.parameters())\nfor x in loader:\n"
+        "    d_loss(discriminator, generator, x).backward()\n    opt_d.step()\n"
+        "    g_loss(discriminator, generator, x).backward()\n    opt_g.step()\n",
+    ),
     "DDL174": (
         "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
         "optimizer = torch.optim.AdamW(model.parameters())\nstate = torch.load('last.pt')\n"

@@ -3345,6 +3345,35 @@ def test_a_resume_that_restores_the_optimizer_and_builds_the_scheduler_anew(tmp_
     assert "DDL174" not in check_in_project(tmp_path / "loaded", files, "train.py")
 
 
+def test_an_optimizer_over_a_module_no_ddp_wraps():
+    """DDL175, corpus 31 (seen): bsq-vit wraps its tokenizer in DDP and steps a second optimizer over
+    `criterion.discriminator`, which nothing wraps, through `scaler.step(opt_g if i == 0 else opt_d)`. Not a
+    module the script wraps, its `.module` or a name bound to it, `self` (a
+    LightningModule's configure_optimizers), an optimizer never stepped, nor a script that all-reduces the
+    gradients by hand."""
+    script = (
+        DDP_HEAD + "model = DDP(Tokenizer().cuda())\nmodel_without_ddp = model.module\n"
+        "criterion = GANLoss().cuda()\nopt_g = torch.optim.AdamW(model.parameters())\n"
+        "opt_d = torch.optim.AdamW({params})\nfor i, x in enumerate(loader):\n"
+        "    criterion(model(x), i).backward()\n{sync}    scaler.step(opt_g if i % 2 == 0 else {stepped})\n"
+        + DDP_TAIL
+    )
+    sync = "    for p in criterion.parameters():\n        dist.all_reduce(p.grad)\n"
+    assert_found(
+        "DDL175",
+        script,
+        ("params", "sync", "stepped"),
+        (
+            ("criterion.discriminator.parameters()", "", "opt_d", True),
+            ("param_groups(criterion.discriminator, wd=0.05)", "", "opt_d", True),
+            ("model_without_ddp.head.parameters()", "", "opt_d", False),
+            ("model.module.parameters()", "", "opt_d", False),
+            ("criterion.discriminator.parameters()", sync, "opt_d", False),
+            ("criterion.discriminator.parameters()", "", "opt_g", False),
+        ),
+    )
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an

@@ -599,6 +599,16 @@ RULES = {
         "the schedule from step 0: the warm-up runs again and the decay starts over, so the resumed run trains "
         "at other learning rates than the uninterrupted one.",
     ),
+    "DDL175": (
+        "an optimizer over the parameters of a module no DDP wraps, in a script that wraps another",
+        "wrap that module in DistributedDataParallel too (a GAN's discriminator, a loss with learnable "
+        "weights), and make its optimizer from the wrapper's parameters",
+        "5-wrap-the-model-in-ddp",
+        "DDP all-reduces the gradients of the module it wraps and nothing else. A second trained module (a GAN's "
+        "discriminator inside the loss, a learnable loss weight) that no DDP wraps keeps each rank's own "
+        "gradients: every process steps its own copy on its own shard, the copies drift apart, and rank 0 "
+        "saves only its own.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -875,6 +885,7 @@ UNMEASURED = frozenset(
         "DDL172",
         "DDL173",
         "DDL174",
+        "DDL175",
     }
 )
 PREVIEW = UNMEASURED | frozenset(
@@ -6102,6 +6113,84 @@ class SchedulerNotResumed(Rule):
         return isinstance(loop, ast.For) and len(loop.body) == 1 and not trains(loop.body)
 
 
+class OptimizerOverAnUnwrappedModule(Rule):
+    """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
+    that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
+    helper), then stepped: that module's gradients are never all-reduced, so each rank trains its own copy
+    (bsq-vit's GAN discriminator, corpus 31). Not a module the script wraps or unwraps (`model.module`,
+    `model_without_ddp`), nor where the module all-reduces gradients by hand."""
+
+    code = "DDL175"
+
+    def begin(self):
+        if not self.m.wraps_in_ddp or re.search(r"all_reduce\([^)]*grad", self.m.text):
+            return False
+        self.wrapped = set()
+        for n in self.m.nodes:
+            if isinstance(n, ast.Assign) and wraps(n.value):
+                value = n.value.body if isinstance(n.value, ast.IfExp) else n.value
+                self.wrapped |= {dotted(t) for t in n.targets}
+                self.wrapped |= {dotted(a) for a in value.args[:1]}
+        for n in self.m.nodes:  # `model_without_ddp = model.module`, `net = model` before the wrap
+            if not (isinstance(n, ast.Assign) and isinstance(n.value, (ast.Name, ast.Attribute))):
+                continue
+            if dotted(n.value).split(".")[0] in self.wrapped or any(
+                dotted(t) in self.wrapped for t in n.targets
+            ):
+                self.wrapped |= {dotted(t) for t in n.targets} | {dotted(n.value)}
+        for f in self.m.nodes:  # `@property def core_model(self): return self.model.module`
+            if (
+                isinstance(f, ast.FunctionDef)
+                and any(dotted(d) == "property" for d in f.decorator_list)
+                and any(
+                    isinstance(r, ast.Return)
+                    and r.value is not None
+                    and any(dotted(x) in self.wrapped for x in ast.walk(r.value))
+                    for r in ast.walk(f)
+                )
+            ):
+                self.wrapped.add(f"self.{f.name}")
+        self.wrapped.discard("")
+        self.stepped = {  # every name a step reads (`scaler.step(opt_g if i == 0 else opt_d)`)
+            dotted(x)
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and is_step(n)
+            for x in ast.walk(n)
+            if isinstance(x, (ast.Name, ast.Attribute))
+        }
+        return bool(self.wrapped)
+
+    def visit_Assign(self, node):
+        if len(node.targets) != 1 or not OPTIMIZER_NAME.search(dotted(node.targets[0]).lower()):
+            return
+        if dotted(node.targets[0]) not in self.stepped or not isinstance(node.value, ast.Call):
+            return
+        sources = []
+        for n in ast.walk(node.value):
+            if not isinstance(n, ast.Call):
+                continue
+            if isinstance(n.func, ast.Attribute) and n.func.attr in (
+                "parameters",
+                "named_parameters",
+            ):
+                sources.append(dotted(n.func.value))
+            elif "param" in last(dotted(n.func)).lower() and n.args:
+                sources.append(dotted(n.args[0]))
+        # `self.parameters()`: the module itself, which its caller wraps (a LightningModule's
+        # configure_optimizers in torch-quiver's benchmarks, corpus 29)
+        sources = [x for x in sources if x and x != "self"]
+        if sources and not any(self.covered(x) for x in sources):
+            self.add(node, fixable=False)
+
+    def covered(self, source):
+        """Whether the module a source names is wrapped, or inside or around a wrapped one."""
+        parts = source.split(".")
+        prefixes = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        return bool(prefixes & self.wrapped) or any(
+            w.startswith(source + ".") for w in self.wrapped
+        )
+
+
 class SummedLossLogged(Rule):
     """DDL169: `dist.reduce(tensor=v, dst=0, op=dist.ReduceOp.SUM)` over a loss (`for k, v in
     self.loss_dict.items()`), then `add_scalar(k, v.item())` on rank 0, with no division of it in the function
@@ -8453,6 +8542,7 @@ RULE_CLASSES = [
     SameSamplesGathered,
     EnvironmentTorchrunNeverSets,
     SchedulerNotResumed,
+    OptimizerOverAnUnwrappedModule,
 ]
 
 
