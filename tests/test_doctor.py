@@ -586,6 +586,16 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL176": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nif args.resume:\n"
+        "    state = torch.load(args.resume)\n    model.load_state_dict(state['model'])\n"
+        "    start_epoch = state['epoch'] + 1\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "optimizer = torch.optim.AdamW(model.parameters())\nif args.resume:\n"
+        "    state = torch.load(args.resume)\n    model.load_state_dict(state['model'])\n"
+        "    optimizer.load_state_dict(state['optimizer'])\n    start_epoch = state['epoch'] + 1\n",
+    ),
     "DDL175": (
         "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "generator = DDP(Generator().cuda())\ndiscriminator = Discriminator().cuda()\n"

@@ -3374,6 +3374,50 @@ def test_an_optimizer_over_a_module_no_ddp_wraps():
     )
 
 
+def test_a_resume_that_restores_the_weights_and_the_step_but_no_optimizer(tmp_path):
+    """DDL176, corpus 31 (seen): Switti's utils/fsdp.py load_model_state restores the weights and
+    `metadata["iter"]`, and nothing in the project restores the AdamW state; MMaDA reads `global_step` from its
+    checkpoint folder's name. Quiet where the optimizer's state is loaded too (here or in the helper), where
+    accelerate's load_state restores it, where the step is not read back, and with no stateful optimizer."""
+    train = (
+        DDP_HEAD + "from utils.fsdp import load_model_state\nmodel = DDP(Net())\n"
+        "optimizer = torch.optim.{opt}(model.parameters())\nstart_it = load_model_state(args, model)\n"
+        "for it in range(start_it, 99):\n    F.mse_loss(model(x), y).backward()\n    optimizer.step()\n"
+        + DDP_TAIL
+    )
+    helper = (
+        "import torch\ndef load_model_state(args, model):\n    metadata = torch.load('metadata.pt')\n"
+        "    model.load_state_dict(torch.load('model.pt'))\n{extra}    start_iter = {read}\n"
+        "    return start_iter\n"
+    )
+    keyed = "metadata['iter'] + 1"
+    restores = "    args.optimizer.load_state_dict(torch.load('optimizer.pt'))\n"
+    for i, (opt, extra, read, expected) in enumerate(
+        (
+            ("AdamW", "", keyed, True),
+            ("AdamW", restores, keyed, False),
+            ("AdamW", "", "0", False),
+            ("ASGD", "", keyed, False),
+        )
+    ):
+        files = {
+            ".git/HEAD": "",
+            "train.py": train.format(opt=opt),
+            "utils/__init__.py": "",
+            "utils/fsdp.py": helper.format(extra=extra, read=read),
+        }
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert ("DDL176" in found) is expected, (i, found)
+    named = (
+        ACCELERATE_HEAD + "optimizer = torch.optim.AdamW(model.parameters())\n"
+        "model, optimizer = accelerator.prepare(model, optimizer)\nif resume:\n"
+        "    global_step = int(os.path.basename(path).split('-')[1])\n"
+        "    model.load_state_dict(torch.load(f'{{path}}/model.bin'))\n{load}"
+    )
+    assert "DDL176" in codes_of(named, load="")
+    assert "DDL176" not in codes_of(named, load="    accelerator.load_state(path)\n")
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an

@@ -609,6 +609,17 @@ RULES = {
         "gradients: every process steps its own copy on its own shard, the copies drift apart, and rank 0 "
         "saves only its own.",
     ),
+    "DDL176": (
+        "a resume that reads the step back and restores the weights, in a project that never restores an "
+        "optimizer's state",
+        "save optimizer.state_dict() (and the scheduler's) with the weights and load them on resume, or use "
+        "accelerator.save_state / torch.distributed.checkpoint for all of it",
+        "12-load-safely",
+        "A checkpoint that keeps the weights and the step but not the optimizer resumes with Adam's moments at "
+        "zero (SGD's momentum too) at a step the schedule counts as late: the first updates after the resume are "
+        "full-size steps in a direction the run had averaged away, and the run no longer continues the "
+        "interrupted one.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -887,6 +898,7 @@ UNMEASURED = frozenset(
         "DDL173",
         "DDL174",
         "DDL175",
+        "DDL176",
     }
 )
 PREVIEW = UNMEASURED | frozenset(
@@ -6031,6 +6043,13 @@ class EnvironmentTorchrunNeverSets(Rule):
         self.add(node, fixable=False)
 
 
+# the optimizers that keep a state per parameter (moments, momentum), by constructor name
+OPTIMIZERS = re.compile(
+    r"^(Adam\w*|AdamW\w*|SGD|RMSprop|Adagrad|Adadelta|Adafactor|Lion|LAMB|Lamb|FusedAdam|FusedLAMB|Muon|"
+    r"NAdam|RAdam|AdEMAMix\w*|MARS\w*)$"
+)
+
+
 class SchedulerNotResumed(Rule):
     """DDL174: an LR scheduler object the module builds and steps, in a project that restores the optimizer's
     state on resume (`optimizer.load_state_dict(...)`, here or in a project module this one imports) but never
@@ -6190,6 +6209,101 @@ class OptimizerOverAnUnwrappedModule(Rule):
         return bool(prefixes & self.wrapped) or any(
             w.startswith(source + ".") for w in self.wrapped
         )
+
+
+class ResumeWithoutOptimizer(Rule):
+    """DDL176: a resume that reads the step (or epoch) back from a checkpoint and restores the model's weights, in
+    a project that never restores an optimizer's state (no optimizer `load_state_dict`, no accelerate
+    load_state, no DeepSpeed load_checkpoint, no DCP set_state_dict): Adam's moments start from zero at a step
+    the schedule thinks is late (MMaDA's `global_step` from the checkpoint's folder name, Switti's
+    `metadata["iter"]` in utils/fsdp.py; corpus 31). Here, or in the project function this module calls."""
+
+    code = "DDL176"
+    COUNTER = re.compile(
+        r"(^|_)(global_step|step|steps|epoch|epochs|iter|it|iteration|start|resume_step)$"
+    )
+    KEYS = {"iter", "iteration", "global_step", "step", "steps", "epoch", "cur_iter", "it"}
+    RESTORES = {"load_state", "load_checkpoint", "set_state_dict", "set_optimizer_state_dict"}
+
+    def begin(self):
+        if not any(OPTIMIZERS.match(name or "-") for name in self.m.calls):
+            return False
+        if self.m.words & {"Trainer", "LightningModule", "fabric"}:
+            return False  # the library's checkpoints hold the optimizer
+        trees = [self.m.tree, *(Project.tree(m) for m in self.m.project.imported)]
+        for tree in trees:
+            if any(
+                isinstance(n, ast.Call) and last(dotted(n.func)) in self.RESTORES
+                for n in ast.walk(tree)
+            ):
+                return False
+            if any("opt" in r.lower() for r in SchedulerNotResumed.loaded_into(tree)):
+                return False
+            if any(  # DINO's `restart_from_checkpoint(path, ..., optimizer=optimizer)`: handed to a loader
+                isinstance(n, ast.Call)
+                and re.search(r"load|resume|restore|restart", last(dotted(n.func)), re.I)
+                and (
+                    any(
+                        OPTIMIZER_NAME.search((k.arg or "").lower() or dotted(k.value).lower())
+                        for k in n.keywords
+                    )
+                    or any(OPTIMIZER_NAME.search(dotted(a).lower()) for a in n.args if dotted(a))
+                )
+                for n in ast.walk(tree)
+            ):
+                return False
+        return True
+
+    def end(self):
+        here = self.resume_in(self.m.tree)
+        if here is not None:
+            self.add(here, fixable=False)
+            return
+        instances = project_instances(self.m)
+        for call in (n for n in self.m.nodes if isinstance(n, ast.Call)):
+            for (module, name), _method in called_targets(self.m, call, instances):
+                for f in Project.tree(module).body:
+                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name:
+                        found = self.resume_in(f)
+                        if found is not None:
+                            self.m.add(
+                                call,
+                                self.code,
+                                False,
+                                reached_at(self.m.path, module, found.lineno),
+                            )
+                            return
+
+    def resume_in(self, scope):
+        """The first assignment of a step counter read back from a checkpoint (`start_iter = metadata["iter"] +
+        1`, `global_step = int(os.path.basename(path).split("-")[1])`) in a scope that also loads a state dict."""
+        nodes = list(ast.walk(scope))
+        if not any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in ("load_state_dict", "load_sharded_checkpoint")
+            for n in nodes
+        ):
+            return None
+        for n in nodes:
+            if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+                continue
+            if not self.COUNTER.search(dotted(n.targets[0]) or "-"):
+                continue
+            keyed = any(
+                isinstance(x, ast.Subscript)
+                and isinstance(x.slice, ast.Constant)
+                and x.slice.value in self.KEYS
+                for x in ast.walk(n.value)
+            )
+            numbered = any(
+                isinstance(x, ast.Call)
+                and isinstance(x.func, ast.Attribute)
+                and x.func.attr == "split"
+                for x in ast.walk(n.value)
+            ) and re.search(r"path|dir|checkpoint|ckpt", ast.unparse(n.value), re.I)
+            if keyed or numbered:
+                return n
+        return None
 
 
 class SummedLossLogged(Rule):
@@ -8544,6 +8658,7 @@ RULE_CLASSES = [
     EnvironmentTorchrunNeverSets,
     SchedulerNotResumed,
     OptimizerOverAnUnwrappedModule,
+    ResumeWithoutOptimizer,
 ]
 
 
