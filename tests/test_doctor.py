@@ -816,6 +816,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--local_rank", type=int, default=0)  # DDL101
     args = parser.parse_args()
+    print(f"local rank {args.local_rank}")
     dist.init_process_group("nccl")  # DDL113
     model = DDP(Net().cuda(), find_unused_parameters=True)  # DDL112 DDL150
     sampler = DistributedSampler(train_set)  # DDL105

@@ -949,9 +949,9 @@ PAIRS = {
     "both spellings of the launcher's argument parse": (
         "DDL101",
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local_rank', type=int)\n"
-        "args = p.parse_args()\n",
+        "args = p.parse_args()\ndevice = args.local_rank\n",
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--local-rank', type=int)\n"
-        "p.add_argument('--local_rank', type=int)\nargs = p.parse_args()\n",
+        "p.add_argument('--local_rank', type=int)\nargs = p.parse_args()\ndevice = args.local_rank\n",
     ),
     "an MPI-style root worker guards; devnull and the __main__ launcher write no shared file": (
         "DDL107",
@@ -1640,7 +1640,7 @@ def test_a_local_rank_argument_beside_a_helper_that_reads_local_rank(tmp_path):
     train = (
         "import argparse\nimport torch.distributed as dist\nfrom utils import misc\n"
         "p = argparse.ArgumentParser()\np.add_argument('--local_rank', default=-1, type=int)\n"
-        "args = p.parse_args()\nmisc.init_distributed_mode(args)\n"
+        "args = p.parse_args()\nmisc.init_distributed_mode(args)\ndevice = args.local_rank\n"
     )
     helper = (
         "import os\nimport torch.distributed as dist\ndef init_distributed_mode(args):\n"
@@ -3418,6 +3418,39 @@ def test_a_resume_that_restores_the_weights_and_the_step_but_no_optimizer(tmp_pa
     assert "DDL176" not in codes_of(named, load="    accelerator.load_state(path)\n")
 
 
+def test_what_corpus_32_said_of_an_unread_local_rank_flag_and_an_fsdp_fallback(tmp_path):
+    """DDL101 and DDL103, corpus 32 (seen): pangu-pytorch-demo, KelpChallenge and a MIL trainer parse
+    `--local_rank` and never read it (torchrun runs them as they are: judged false three times), while
+    a script that reads `args.local_rank` for its device is still reported; visual-recognition-memory's
+    DataParallel is the one-process fallback beside its FSDP wrap (judged false), as beside a DDP wrap."""
+    script = (
+        "import argparse\nimport torch\nimport torch.distributed as dist\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=0)\n"
+        "args = parser.parse_args()\ndist.init_process_group('nccl')\n{use}"
+    )
+    unread = "device = torch.device('cuda', dist.get_rank() % torch.cuda.device_count())\n"
+    read = "device = torch.device('cuda', args.local_rank)\n"
+    written = "args.local_rank = 0\n" + unread
+    for i, (use, other, expected) in enumerate(
+        (
+            (unread, "", False),
+            (read, "", True),
+            (written, "", False),
+            (unread, "x = args.local_rank\n", True),
+        )
+    ):
+        files = {".git/HEAD": "", "train.py": script.format(use=use), "other.py": other}
+        found = check_in_project(tmp_path / str(i), files, "train.py")
+        assert ("DDL101" in found) is expected, (use, other, found)
+    fallback = (
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "if distributed:\n    model = FSDP(net)\nelse:\n    model = torch.nn.DataParallel(net)\n"
+    )
+    assert "DDL103" not in [f.code for f in doctor.check_source(fallback)]
+    alone = "import torch\nmodel = torch.nn.DataParallel(net)\n"
+    assert [f.code for f in doctor.check_source(alone)] == ["DDL103"]
+
+
 def test_one_process_skipping_a_batch_on_its_own_exception_or_its_own_sample():
     """DDL134, corpora 16 and 17 (seen): LatentSync's `try: ...audio features... except Exception: continue`
     before the DDP backward; co-tracker's `batch, gotit = batch` then `if not all(gotit): continue`. Not an
@@ -3622,7 +3655,7 @@ def test_a_local_rank_argument_the_script_hands_its_own_processes():
     script = (
         "import argparse\nfrom multiprocessing import Process\nimport utils\n"
         "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=0)\n"
-        "args = parser.parse_args()\n{start}"
+        "args = parser.parse_args()\ndevice = args.local_rank\n{start}"
     )
     own = (
         "for rank in range(2):\n    args.local_rank = rank\n"
@@ -4017,6 +4050,7 @@ def test_what_corpus_22_said_of_the_local_rank_flag_and_the_one_process_run(tmp_
     flag = (
         "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
         "parser.add_argument('--local-rank', default=0, type=int)\nargs = parser.parse_args()\n{bind}"
+        "device = args.local_rank\n"
         "dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
     )
     bound = "args.local_rank, args.rank, args.world_size = world_info_from_env()\n"
@@ -4241,7 +4275,7 @@ def test_what_corpus_23_said_of_the_local_rank_flag(tmp_path):
     flag = (
         "import argparse\nimport torch.distributed as dist\nparser = argparse.ArgumentParser()\n"
         "parser.add_argument('--local_rank', default=0, type=int)\nargs = parser.parse_args()\n"
-        "dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
+        "device = args.local_rank\ndist.init_process_group('nccl')\ndist.destroy_process_group()\n"
     )
     commands = {
         "CUDA_VISIBLE_DEVICES=0,1 deepspeed --master_port 520 pkg/train.py": [],
@@ -4255,7 +4289,8 @@ def test_what_corpus_23_said_of_the_local_rank_flag(tmp_path):
         assert [c for c in found if c == "DDL101"] == expected, (command, found)
     script = (
         "import torch.distributed as dist\nfrom config import get_arguments\n{helper}"
-        "args = get_arguments()\n{call}dist.init_process_group('nccl')\ndist.destroy_process_group()\n"
+        "args = get_arguments()\n{call}device = args.local_rank\ndist.init_process_group('nccl')\n"
+        "dist.destroy_process_group()\n"
     )
     config = (
         "import argparse\ndef get_arguments():\n    parser = argparse.ArgumentParser()\n"
@@ -4271,7 +4306,7 @@ def test_what_corpus_23_said_of_the_local_rank_flag(tmp_path):
     }
     for i, ((helper, call), expected) in enumerate(cases.items()):
         files = {
-            "LICENSE": "",
+            ".git/HEAD": "",  # the repository, whose train.py reads the flag config.py parses
             "train.py": script.format(helper=helper, call=call),
             "config.py": config,
             "distributed.py": dist_helper,

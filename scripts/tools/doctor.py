@@ -2426,6 +2426,8 @@ class DeprecatedLauncher(Rule):
                 pass  # RoboFlamingo's `args.local_rank, ... = world_info_from_env()`: a leftover flag
             elif node.value.startswith("--local") and self.launched_by_deepspeed():
                 pass  # LISA's `deepspeed train_ds.py`: DeepSpeed's launcher passes --local_rank itself
+            elif node.value.startswith("--local") and self.never_read():
+                pass  # parsed and never read: the launch works whichever launcher runs it
             elif isinstance(parent, ast.Call) and last(dotted(parent.func)) in (
                 "add_argument",
                 "run",
@@ -2452,6 +2454,18 @@ class DeprecatedLauncher(Rule):
             )
             for n in self.m.nodes
         )
+
+    def never_read(self):
+        """Whether nothing reads the parsed local rank: no `args.local_rank` (but assignments to it),
+        `["local_rank"]` or `getattr(..., "local_rank")` in this module or any Python file of its repository
+        (pangu-pytorch-demo's finetune scripts, KelpChallenge's Fabric script, a MIL trainer's config.py: corpus
+        32, where the judges counted the finding false: torchrun runs them as they are)."""
+        read = re.compile(
+            r"\.local_rank\b(?!\s*=(?!=))|\[\s*['\"]local_rank['\"]\s*\]|getattr\([^)]*['\"]local_rank"
+        )
+        pages = Project.pages(self.m.root, (".py",)) if self.m.root is not None else ()
+        texts = [self.m.text, *(Project.text(p) for p in pages)]
+        return not any(read.search(text) for text in texts)
 
     def launched_by_deepspeed(self):
         """The repository's commands run this file with DeepSpeed's launcher (`deepspeed train_ds.py ...`),
@@ -2579,8 +2593,17 @@ class DataParallelUse(CallRule):
     code = "DDL103"
 
     def check(self, call, name, callee):
-        if callee == "DataParallel" and not self.m.wraps_in_ddp:
+        if callee == "DataParallel" and not self.m.wraps_in_ddp and not self.shards():
             self.add(call)
+
+    def shards(self):
+        """An FSDP path beside it (`FSDP(model, ...)`, `fully_shard(model)`): the DataParallel is the one-process
+        fallback, as beside a DDP wrap (visual-recognition-memory's train_fsdp.py, corpus 32)."""
+        return any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) in ("FSDP", "FullyShardedDataParallel", "fully_shard")
+            for n in self.m.nodes
+        )
 
 
 class ShuffleWithSampler(CallRule):
