@@ -2573,7 +2573,7 @@ def test_the_rendezvous_a_torchrun_script_overwrites(tmp_path):
         "train.py": script.format(setting=overwrite, local="", spawn=""),
     }
     assert (5, "DDL166") in check_in_project(tmp_path / "t", files, "train.py", where=True)
-    assert "DDL166" in doctor.PREVIEW and "DDL166" in doctor.UNMEASURED
+    assert "DDL166" in doctor.PREVIEW  # 1 of 2 on corpus 32, its first never-seen set
 
 
 def test_a_loss_divided_by_the_world_size_before_its_backward():
