@@ -1574,21 +1574,8 @@ class Checker:
         return False
 
     def flag_off_here(self, flag):
-        """flag_off for a module read alone: its own parser declares the flag off."""
-        declared = [
-            a
-            for a in self.nodes
-            if isinstance(a, ast.Call)
-            and last(dotted(a.func)) == "add_argument"
-            and any(
-                isinstance(x, ast.Constant)
-                and isinstance(x.value, str)
-                and x.value.startswith("--")
-                and x.value[2:].replace("-", "_") == flag
-                for x in a.args
-            )
-        ]
-        return len(declared) == 1 and declared_off(ast.unparse(declared[0]))
+        """flag_off for a module read alone: its own text is the whole repository."""
+        return flag_off_in([(".py", self.text)], flag)
 
     def launched_in_processes(self):
         """The repository's commands run this file with a launcher that starts several processes: `accelerate
@@ -9232,24 +9219,9 @@ class Project:
     @staticmethod
     @functools.cache
     def flag_off(root, flag):
-        """Whether the repository declares `--flag` once, off by default (declared_off), and nothing else in it
-        names the flag: no `--flag` in a script, page or config, no `flag:` or `"flag":` in a config, no
-        `args.flag = ...` in its code."""
-        spelled = re.escape(flag).replace("_", "[_-]")
-        declaration = re.compile(rf"add_argument\(\s*['\"]--{spelled}['\"][^)]*\)")
-        declared, named = [], 0
-        for page in Project.pages(root, REPOSITORY_TEXTS):
-            text = Project.text(page)
-            if flag.replace("_", "") not in text.replace("_", "").replace("-", ""):
-                continue
-            found = declaration.findall(text)
-            declared += found
-            rest = declaration.sub("", text)
-            if page.suffix == ".py":
-                named += len(re.findall(rf"--{spelled}\b|\.{re.escape(flag)}\s*=(?!=)", rest))
-            else:
-                named += len(re.findall(rf"--{spelled}\b|\b{re.escape(flag)}['\"]?\s*[:=]", rest))
-        return len(declared) == 1 and declared_off(declared[0]) and not named
+        """flag_off_in over the repository's code, configs, scripts and pages."""
+        pages = Project.pages(root, REPOSITORY_TEXTS)
+        return flag_off_in(((page.suffix, Project.text(page)) for page in pages), flag)
 
     @staticmethod
     @functools.cache
@@ -10060,6 +10032,25 @@ DISTRIBUTED_STRATEGY = re.compile(
     r"|^\s*(?:use_distributed_|replace_)(sampler)(?:_ddp)?\s*:\s*false",  # a Trainer's, or a config's
     re.M,
 )
+
+
+def flag_off_in(pages, flag):
+    """Whether `pages` ((suffix, text) pairs) declare `--flag` once, off by default (declared_off), and nothing
+    else in them names the flag: no `--flag` in a script, page or config, no `flag:` or `"flag":` in a config,
+    no `args.flag = ...` in the code."""
+    spelled = re.escape(flag).replace("_", "[_-]")
+    declaration = re.compile(rf"add_argument\(\s*['\"]--{spelled}['\"][^)]*\)")
+    declared, named = [], 0
+    for suffix, text in pages:
+        if flag.replace("_", "") not in text.replace("_", "").replace("-", ""):
+            continue
+        declared += declaration.findall(text)
+        rest = declaration.sub("", text)
+        if suffix == ".py":
+            named += len(re.findall(rf"--{spelled}\b|\.{re.escape(flag)}\s*=(?!=)", rest))
+        else:
+            named += len(re.findall(rf"--{spelled}\b|\b{re.escape(flag)}['\"]?\s*[:=]", rest))
+    return len(declared) == 1 and declared_off(declared[0]) and not named
 
 
 def declared_off(declaration):
