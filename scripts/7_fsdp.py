@@ -96,10 +96,9 @@ def main(args):
                 predicted = logits.argmax(dim=1)
                 losses = F.cross_entropy(logits, targets, reduction="none")
                 results.append((predicted, targets, losses))
-            for _ in range(eval_batches - len(eval_loader)):  # a forward gathers the shards: a rank
-                model(
-                    inputs[:1]
-                )  # with a batch fewer runs one more, or rank 0 waits in that gather
+            # a forward gathers the shards: a rank with a batch fewer runs one more, or rank 0 waits
+            for _ in range(eval_batches - len(eval_loader)):
+                model(inputs[:1])  # one sample, its output dropped: every sample still counted once
         preds, labels, losses = (torch.cat(parts) for parts in zip(*results))
         gathered = [None] * world_size  # every rank's slice, in rank order
         dist.all_gather_object(gathered, (preds.cpu(), labels.cpu(), losses.cpu()))
