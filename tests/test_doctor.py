@@ -586,6 +586,15 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL177": (
+        "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "accelerator = Accelerator()\nsampler = DistributedSampler(ds) if distributed else None\n"
+        "loader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+        "model, opt, loader = accelerator.prepare(model, opt, loader)\n",
+        "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+        "accelerator = Accelerator()\nloader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+        "model, opt, loader = accelerator.prepare(model, opt, loader)\n",
+    ),
     "DDL176": (
         "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
         "optimizer = torch.optim.AdamW(model.parameters())\nif args.resume:\n"

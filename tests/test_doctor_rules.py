@@ -4938,6 +4938,17 @@ def test_a_lightning_validation_metric_logged_without_sync_dist(tmp_path):
         }
         found = check_in_project(tmp_path / str(i), files, "pkg/methods.py")
         assert ("DDL162" in found) == expected, (i, found)
+    # omnisafe (corpus 27): the project's own torch DDP (`ddp_local_rank`, in code that never names Lightning)
+    # beside a one-device Lightning Trainer is not a strategy of the Trainer
+    fields = {"name": "validation_step", "key": "val_loss", "extra": ""}
+    files = {
+        ".git/HEAD": "",
+        "pkg/__init__.py": "",
+        "pkg/methods.py": method.format(**fields),
+        "pkg/exp.py": experiment.format(strategy="auto", kw="devices=[0]"),
+        "pkg/rl.py": "import os\nddp_local_rank = int(os.environ['LOCAL_RANK'])\n",
+    }
+    assert "DDL162" not in check_in_project(tmp_path / "own", files, "pkg/methods.py")
 
 
 def test_a_lightning_validation_dict_or_a_logging_wrapper_without_sync_dist(tmp_path):
@@ -5062,6 +5073,9 @@ def test_a_checkpoint_of_the_unwrapped_model_loaded_into_the_wrapper():
     )
     assert "DDL163" not in codes_of(rebound)
     assert "DDL163" in codes_of(rebound.replace("model = Net()\n", ""))
+    # RIR-DM (corpus 32): a class whose name holds "DDP" (ConditionalDDPM) does not wrap
+    ddpm = rebound.replace("model = Net()\n", "model = ConditionalDDPM()\n")
+    assert "DDL163" not in codes_of(ddpm)
 
 
 def test_a_file_named_by_the_runs_counters_is_one_file_for_every_rank():
@@ -5112,6 +5126,63 @@ def test_one_writer_a_node_is_the_jobs_one_writer_where_the_repository_runs_on_o
         files = {".git/HEAD": "", "run.sh": launch, "train.py": train}
         found = check_in_project(tmp_path / str(expected), files, "train.py")
         assert ("DDL107" in found) == expected, (launch, found)
+
+
+def test_what_corpus_32_taught_of_one_machine(tmp_path):
+    """DDL107, corpus 32 (seen): a one-writer-a-node guard in repositories that run on one machine, which the
+    judges counted false: a Slurm job asking for one node (`#SBATCH --nodes=1`, MNCDV3), an mp.spawn run that
+    meets on `tcp://localhost` (LLM-guided-Multimodal-MIL), a repository found by its lower-case `readme.md`
+    five folders up (speech-processing) or, with neither .git nor README, by the shell script beside the file.
+    Where a page asks for two nodes, or the code names another host, the guard's writes are still found."""
+    train = (
+        "import os\nimport torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl', init_method=URL)\n"
+        "model = DDP(net)\nif local_rank == 0:\n    torch.save(model.module.state_dict(), 'best.pth')\n"
+        "dist.destroy_process_group()\n"
+    )
+    slurm = "#!/bin/bash\n#SBATCH --nodes={n}\n#SBATCH --gres=gpu:4\nsrun torchrun --nproc_per_node=4 train.py\n"
+    spawn = "python train.py --dist_url {url}\n"
+    cases = (
+        ({"train.sh": slurm.format(n=1)}, "train.py", False),
+        ({"train.sh": slurm.format(n=2)}, "train.py", True),
+        (
+            {
+                "run.sh": spawn.format(url="tcp://localhost:4444"),
+                "cfg.py": "URL = 'tcp://localhost:4444'\n",
+            },
+            "train.py",
+            False,
+        ),
+        (
+            {
+                "run.sh": spawn.format(url="tcp://10.0.0.1:4444"),
+                "cfg.py": "URL = 'tcp://localhost:4444'\n",
+            },
+            "train.py",
+            True,
+        ),
+        ({"readme.md": "torchrun --nproc_per_node=4 a/b/c/train.py\n"}, "a/b/c/train.py", False),
+        (
+            {"readme.md": "torchrun --nnodes=2 --nproc_per_node=4 a/b/c/train.py\n"},
+            "a/b/c/train.py",
+            True,
+        ),
+    )
+    for i, (pages, where, expected) in enumerate(cases):
+        files = {**pages, where: train}
+        found = check_in_project(tmp_path / str(i), files, where)
+        assert ("DDL107" in found) == expected, (pages, found)
+    # DDL143: a GPU pinned in an entry point whose trainer (another module) calls accelerate, which the
+    # repository's scripts launch in two processes after `nohup`
+    entry = "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nfrom trainer import Trainer\nTrainer().train()\n"
+    for launch, expected in (
+        ("nohup accelerate launch --num_processes 2 train.py &\n", True),
+        ("nohup accelerate launch --num_processes 1 train.py &\n", False),
+    ):
+        files = {".git/HEAD": "", "run.sh": launch, "train.py": entry}
+        found = check_in_project(tmp_path / f"pin{expected}", files, "train.py")
+        assert ("DDL143" in found) == expected, (launch, found)
 
 
 def test_what_corpus_28_taught_the_accumulation_rule(tmp_path):

@@ -620,6 +620,16 @@ RULES = {
         "full-size steps in a direction the run had averaged away, and the run no longer continues the "
         "interrupted one.",
     ),
+    "DDL177": (
+        "a DataLoader with a DistributedSampler handed to accelerator.prepare, which shards it again",
+        "give prepare the loader with shuffle=True and no sampler: prepare shards the batches itself",
+        "a-accelerator-prepare-and-backward",
+        "accelerator.prepare wraps every loader's batch sampler in its own shard (BatchSamplerShard) and does not "
+        "look for a DistributedSampler: a loader that already yields this rank's 1/N of the data is cut into N "
+        "again, so each process trains on 1/N of its 1/N and the epoch covers 1/N of the dataset. Measured with "
+        "two processes, 16 samples and a batch of 2: rank 0 saw samples 0, 2, 8, 10 and rank 1 saw 5, 7, 13, "
+        "15; the other 8 never came.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -886,6 +896,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL177",
         "DDL154",
         "DDL158",
         "DDL160",
@@ -1582,7 +1593,9 @@ class Checker:
         launch` (not with --num_processes 1 or --cpu), torchrun, `python -m torch.distributed.launch` or `run`,
         deepspeed."""
         return self.launched_with(
-            r"^\s*(\w+=\S*\s+)*(accelerate\s+launch|torchrun|deepspeed|python3?\s+-m\s+"
+            # after a variable, `nohup` or a container's exec (MNCDV3's `apptainer exec --nv ... accelerate
+            # launch train.py`, scope-recommendation's `nohup accelerate launch`, corpus 32)
+            r"(^|[\s;&|(])(accelerate\s+launch|torchrun|deepspeed|python3?\s+-m\s+"
             r"torch\.distributed\.(launch|run))\b",
             unless=r"--num_processes[= ]+1\b|--nproc_per_node[= ]+1\b|--cpu\b",
         )
@@ -1594,7 +1607,9 @@ class Checker:
         `torchrun --nproc_per_node=4`, corpus 17, seen), and a one-writer-a-node guard the job's one writer: the
         judges of corpora 11-16 counted such writes true wherever the code could run on several nodes, those of
         corpora 25, 27 and 28 false where the repository runs on one machine, as it says."""
-        return self.root is not None and Project.single_node(self.root)
+        return self.root is not None and (
+            Project.single_node(self.root) or Project.meets_on_localhost(self.root)
+        )
 
     @functools.cached_property
     def local_is_global(self):
@@ -2975,7 +2990,9 @@ class LoadIntoWrapper(CallRule):
                 n.lineno,
                 bool(
                     re.search(
-                        r"DistributedDataParallel|DDP|DataParallel|prepare", ast.unparse(n.value)
+                        # not ConditionalDDPM, a class RIR-DM names (corpus 32)
+                        r"DistributedDataParallel|\bDDP\b|DataParallel|\bprepare\b",
+                        ast.unparse(n.value),
                     )
                 ),
             )
@@ -4188,12 +4205,14 @@ class GpuCountAsWorldSize(Rule):
 
 class OneVisibleGpu(Rule):
     """DDL143: `os.environ["CUDA_VISIBLE_DEVICES"] = "0"` (a literal naming one GPU) in a distributed script that
-    a launcher starts once per GPU (no mp.spawn of its own, which may hand each process its GPU this way)."""
+    a launcher starts once per GPU (no mp.spawn of its own, which may hand each process its GPU this way), or
+    that the repository's commands start in several processes (scope-recommendation's `train.py`, whose trainers
+    in other modules call accelerate, corpus 32)."""
 
     code = "DDL143"
 
     def begin(self):
-        return self.m.distributed and not self.m.spawned
+        return (self.m.distributed or self.m.launched_in_processes()) and not self.m.spawned
 
     def visit_Assign(self, node):
         value = node.value
@@ -6141,6 +6160,52 @@ class SchedulerNotResumed(Rule):
         loop = self.m.parent.get(step)
         loop = self.m.parent.get(loop) if isinstance(loop, ast.Expr) else loop
         return isinstance(loop, ast.For) and len(loop.body) == 1 and not trains(loop.body)
+
+
+class DistributedSamplerIntoPrepare(Rule):
+    """DDL177: a DataLoader built with a DistributedSampler (`sampler=DistributedSampler(ds)`, a name bound to
+    one, or `... if distributed else None`) and then handed to accelerator.prepare, which shards its batches a
+    second time (AudioMAEDefense's pretraining.py, corpus 32, seen)."""
+
+    code = "DDL177"
+
+    def begin(self):
+        if not self.m.uses_accelerate:
+            return False
+        classes = sampler_classes(self.m.tree)
+
+        def a_sampler(node):
+            if isinstance(node, ast.IfExp):
+                return a_sampler(node.body) or a_sampler(node.orelse)
+            if isinstance(node, ast.Call):
+                return last(dotted(node.func)) in classes
+            return dotted(node) in samplers
+
+        samplers = set()
+        for n in self.m.nodes:
+            if isinstance(n, ast.Assign) and a_sampler(n.value):
+                samplers |= {dotted(t) for t in n.targets if dotted(t)}
+        self.loaders = set()
+        for n in self.m.nodes:
+            if (
+                isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and last(dotted(n.value.func)) == "DataLoader"
+                and keyword(n.value, "sampler") is not None
+                and a_sampler(keyword(n.value, "sampler"))
+            ):
+                self.loaders |= {dotted(t) for t in n.targets if dotted(t)}
+        return bool(self.loaders)
+
+    def visit_Call(self, node):
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("prepare", "prepare_data_loader")
+            and "accelerat" in dotted(node.func.value).lower()
+        ):
+            for arg in node.args:
+                if dotted(arg) in self.loaders:
+                    self.add(arg, fixable=False)
 
 
 class OptimizerOverAnUnwrappedModule(Rule):
@@ -8669,6 +8734,7 @@ RULE_CLASSES = [
     SchedulerNotResumed,
     OptimizerOverAnUnwrappedModule,
     ResumeWithoutOptimizer,
+    DistributedSamplerIntoPrepare,
 ]
 
 
@@ -9112,24 +9178,80 @@ class Project:
             for c in commands
         ):
             return False
+        return not Project.names_several_nodes(root)
+
+    @staticmethod
+    @functools.cache
+    def names_several_nodes(root):
+        """Whether one of a repository's pages and shell scripts names more than one machine: --nnodes other than
+        1, --node_rank, --num_machines, --master_addr, a hostfile, "multi-node", "multiple nodes", or a Slurm job
+        (srun, sbatch) that does not ask for one node (MNCDV3's `#SBATCH --nodes=1` asks for one, corpus 32)."""
         several = re.compile(
             r"--nnodes[= ]+(?!1\b)\S|--node[_-]rank|--num_machines[= ]+(?!1\b)\S|--master[_-]addr|hostfile|"
-            r"\bsrun\b|\bsbatch\b|multi-?node|multiple (nodes|machines)|multi-?machine",
+            r"multi-?node|multiple (nodes|machines)|multi-?machine",
             re.I,
         )
-        return not any(
-            several.search(Project.text(page))
-            for page in Project.pages(root, (".sh", ".md", ".slurm", ".yaml", ".yml"))
+        for page in Project.pages(root, (".sh", ".md", ".slurm", ".yaml", ".yml")):
+            text = Project.text(page)
+            if several.search(text):
+                return True
+            if re.search(r"\b(srun|sbatch)\b", text) and not re.search(
+                r"(--nodes[= ]|\s-N\s*)1\b", text
+            ):
+                return True
+        return False
+
+    @staticmethod
+    @functools.cache
+    def meets_on_localhost(root):
+        """Whether the repository's code meets its processes on this machine only: a rendezvous address
+        written as localhost or 127.0.0.1 (`--dist_url` defaulting to `tcp://localhost:4444`, `MASTER_ADDR =
+        "localhost"`), no other host named in its code, pages or scripts (comments aside), and no page naming
+        several machines (LLM-guided-Multimodal-MIL's mp.spawn run, corpus 32)."""
+        local = re.compile(r"(tcp://|MASTER_ADDR\W+)(localhost|127\.0\.0\.1)\b")
+        other = re.compile(
+            r"tcp://(?!localhost\b|127\.0\.0\.1\b)\S|MASTER_ADDR\W+(?!localhost\b|127\.)\w"
         )
+        found = False
+        for page in Project.pages(root, (".py", ".sh", ".md", ".yaml", ".yml")):
+            lines = [
+                line
+                for line in Project.text(page).splitlines()
+                if not line.lstrip().startswith("#")
+            ]
+            text = "\n".join(lines)
+            if other.search(text):
+                return False
+            found = found or bool(local.search(text))
+        return found and not Project.names_several_nodes(root)
 
     @staticmethod
     def root_of(path):
         """The repository around `path`: the nearest folder above it holding .git, else the farthest holding a
-        README, at most four folders up; or None."""
-        parents = list(Path(path).resolve().parents)[:4]
+        README (any case: speech-processing's `readme.md`, corpus 32), at most five folders up, else the file's
+        own folder where it holds a shell script or a requirements file (MNCDV3's `train.sh` beside `train.py`,
+        corpus 32); or None."""
+        parents = list(Path(path).resolve().parents)[:5]
         roots = [p for p in parents if (p / ".git").exists()]
-        roots = roots or [p for p in parents if any(p.glob("README*"))][::-1]
+        roots = roots or [p for p in parents if Project.has_readme(p)][::-1]
+        if not roots and parents:
+            try:
+                if any(
+                    f.suffix == ".sh"
+                    or f.name in ("requirements.txt", "pyproject.toml", "setup.py")
+                    for f in parents[0].iterdir()
+                ):
+                    roots = parents[:1]
+            except OSError:
+                pass
         return roots[0] if roots else None
+
+    @staticmethod
+    def has_readme(folder):
+        try:
+            return any(f.name.lower().startswith("readme") for f in folder.iterdir())
+        except OSError:
+            return False
 
     @staticmethod
     @functools.cache
@@ -9184,7 +9306,11 @@ class Project:
             for name in files:
                 if name.endswith(REPOSITORY_TEXTS) and read < 5000:
                     read += 1
-                    said |= strategies_in(Project.text(Path(folder, name)))
+                    text = Project.text(Path(folder, name))
+                    # Python that says neither Lightning nor strategy names its own DDP, not the Trainer's
+                    # (omnisafe's `ddp_local_rank` beside a one-device Lightning Trainer, corpus 27)
+                    if not name.endswith(".py") or re.search(r"lightning|strategy", text, re.I):
+                        said |= strategies_in(text)
         return said
 
     @staticmethod
