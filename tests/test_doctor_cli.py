@@ -281,3 +281,60 @@ def test_explain_marks_the_preview_rules_and_gives_each_rules_measured_precision
 def test_a_rule_no_never_seen_set_has_measured_is_a_preview_rule(monkeypatch):
     monkeypatch.setattr(doctor, "UNMEASURED", frozenset({"DDL123"}))
     assert "a preview rule until one measures it" in doctor.explain("DDL123")
+
+
+def test_a_rules_own_bug_is_one_error_line_and_the_other_rules_still_report(
+    capsys, three, monkeypatch
+):
+    """A rule that raises costs its own findings, named in one `error:` line (exit 2), not a traceback and not
+    the other rules' findings (ultra_light_trainer's `write_text(...)`, a function and not a Path's method,
+    crashed the whole file in corpus 33)."""
+
+    def broken(self):
+        raise AttributeError("'Name' object has no attribute 'value'")
+
+    monkeypatch.setattr(doctor.UnsafeLoad, "begin", broken)
+    code, out, err = run(capsys, three)
+    assert code == 2
+    [line] = err.splitlines()
+    assert line.startswith(f"error: {three}: DDL109 failed on it (AttributeError: ")
+    assert "doctor.py:" in line and "Traceback" not in err
+    assert [row.split()[1] for row in out.splitlines()] == ["DDL113", "DDL102"]
+
+
+def test_doctors_own_bug_outside_the_rules_is_one_error_line_and_the_next_file_is_checked(
+    capsys, three, tmp_path, monkeypatch
+):
+    other = tmp_path / "b.py"
+    other.write_text("import torch\ntorch.load('w.pt', weights_only=False)\n")
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    real = doctor.check_source
+    monkeypatch.setattr(
+        doctor,
+        "check_source",
+        lambda text, name, **kw: broken() if name == str(three) else real(text, name, **kw),
+    )
+    code, out, err = run(capsys, three, other)
+    assert code == 2
+    [line] = err.splitlines()
+    assert line.startswith(
+        f"error: {three}: doctor failed on it (KeyError: 'boom' (doctor.py:"
+    )
+    assert [row.split()[1] for row in out.splitlines()] == ["DDL109"]
+
+
+def test_a_function_named_write_text_is_not_a_paths_method(tmp_path):
+    """ultra_light_trainer (corpus 33): a module of the project that calls its own `write_text(path, s)`."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "util.py").write_text(
+        "def write_text(path, s):\n    open(path, 'w').write(s)\n"
+        "def log(path, s):\n    write_text(path, s)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nfrom util import log\ndist.init_process_group('nccl')\n"
+        "log('out.txt', 'x')\ndist.destroy_process_group()\n"
+    )
+    assert doctor.main([str(tmp_path / "train.py")]) in (0, 1)

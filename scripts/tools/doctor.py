@@ -31,6 +31,7 @@ import stat
 import sys
 import tempfile
 import tokenize
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -8788,23 +8789,48 @@ class Qualify(ast.NodeTransformer):
 def run_rules(checker, codes=None):
     """Every rule over one module in one walk of its tree: each node goes to the visit_<its type> of every rule
     whose begin() asked for the visits. `codes`: only the rules of these codes."""
-    active, handlers = [], {}
+    active, handlers, failed = [], {}, set()
+
+    def run(rule, method, *args):
+        """A rule's own bug costs that rule's findings on this module, not the others' (RULE_FAILURES)."""
+        try:
+            return method(*args)
+        except Exception as e:  # noqa: BLE001 - reported by main as one error: line
+            failed.add(rule)
+            RULE_FAILURES.append((rule.code, e))
+            return False
+
     for cls in RULE_CLASSES:
         if codes is not None and cls.code not in codes:
             continue
         rule = cls(checker)
-        if not rule.begin():
+        if not run(rule, rule.begin):
             continue
         active.append(rule)
         for attr in dir(cls):
             if attr.startswith("visit_"):
-                handlers.setdefault(attr[len("visit_") :], []).append(getattr(rule, attr))
+                handlers.setdefault(attr[len("visit_") :], []).append((rule, getattr(rule, attr)))
     if handlers:
         for node in checker.nodes:
-            for handler in handlers.get(type(node).__name__, ()):
-                handler(node)
+            for rule, handler in handlers.get(type(node).__name__, ()):
+                if rule not in failed:
+                    run(rule, handler, node)
     for rule in active:
-        rule.end()
+        if rule not in failed:
+            run(rule, rule.end)
+
+
+# (code, exception) of each rule that failed on the module being checked: main reports them as error: lines
+RULE_FAILURES = []
+
+
+def internal_error(e):
+    """Where doctor's own code raised: 'AttributeError: ... (doctor.py:9752)'."""
+    frames = traceback.extract_tb(e.__traceback__)
+    ours = [f for f in frames if Path(f.filename).name.startswith("doctor")]
+    where = f" ({Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}{where}"
 
 
 def function_of(checker, node):
@@ -9748,8 +9774,10 @@ class Project:
                     writes = False  # img.save, a logger's save: not known
                 # the path's argument, not the object written: `torch.save(model.state_dict(), "last.pt")`
                 # in `def save_last(model)` writes one fixed file, not one its caller names
-                if name in ("write_text", "write_bytes"):
-                    named = [n.func.value]
+                if name in ("write_text", "write_bytes") and isinstance(n.func, ast.Attribute):
+                    named = [
+                        n.func.value
+                    ]  # a Path's; not a function of that name (ultra_light_trainer)
                 elif name in ("save", "dump", "safe_dump", "save_image"):
                     named = n.args[1:2] + [k.value for k in n.keywords if k.arg == "f"]
                 else:
@@ -10434,7 +10462,15 @@ def main(argv=None):
 
             read = read_source(name)
             source = read.text
+            RULE_FAILURES.clear()
             found = check(source)
+            for code, e in RULE_FAILURES:
+                unreadable += 1
+                print(
+                    f"error: {name}: {code} failed on it ({internal_error(e)}), so its findings are "
+                    "missing; the other rules ran: please report it with the file",
+                    file=sys.stderr,
+                )
             if args.fix or args.diff:
                 try:
                     fixed, done = doctor_fix.fix_source(source, found, uses_accelerate(source))
@@ -10463,6 +10499,14 @@ def main(argv=None):
         except (OSError, UnicodeError, SyntaxError, ValueError, RecursionError) as e:
             unreadable += 1
             print(f"error: {name}: {why_unchecked(e)}", file=sys.stderr)
+            continue
+        except Exception as e:  # noqa: BLE001 - doctor's own bug: one line, and the other files are checked
+            unreadable += 1
+            print(
+                f"error: {name}: doctor failed on it ({internal_error(e)}); no findings for it: please "
+                "report it with the file",
+                file=sys.stderr,
+            )
             continue
         findings += found
         if args.output_format == "text" and not args.statistics:
