@@ -586,6 +586,18 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL178": (
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group('nccl')\n"
+        "model = DDP(Net())\nif dist.get_rank() == 0:\n"
+        "    model.load_state_dict(torch.load('last.pt', map_location='cpu'))\n"
+        "train(model)\ndist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group('nccl')\n"
+        "model = Net()\nif dist.get_rank() == 0:\n"
+        "    model.load_state_dict(torch.load('last.pt', map_location='cpu'))\n"
+        "model = DDP(model)\ntrain(model)\ndist.destroy_process_group()\n",
+    ),
     "DDL177": (
         "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
         "accelerator = Accelerator()\nsampler = DistributedSampler(ds) if distributed else None\n"

@@ -320,9 +320,7 @@ def test_doctors_own_bug_outside_the_rules_is_one_error_line_and_the_next_file_i
     code, out, err = run(capsys, three, other)
     assert code == 2
     [line] = err.splitlines()
-    assert line.startswith(
-        f"error: {three}: doctor failed on it (KeyError: 'boom' (doctor.py:"
-    )
+    assert line.startswith(f"error: {three}: doctor failed on it (KeyError: 'boom' (doctor.py:")
     assert [row.split()[1] for row in out.splitlines()] == ["DDL109"]
 
 
