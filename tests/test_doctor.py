@@ -586,6 +586,14 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL179": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\nbest = float('inf')\n"
+        "for epoch in range(9):\n    loss = evaluate(model)\n    if loss < best:\n        save_full_state(model)\n"
+        "    if dist.get_rank() == 0 and loss < best:\n        best = loss\ndist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\nbest = float('inf')\n"
+        "for epoch in range(9):\n    loss = evaluate(model)\n    if loss < best:\n        save_full_state(model)\n"
+        "    if loss < best:\n        best = loss\ndist.destroy_process_group()\n",
+    ),
     "DDL178": (
         "import torch\nimport torch.distributed as dist\n"
         "from torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group('nccl')\n"

@@ -5650,3 +5650,23 @@ def test_what_corpus_34_taught_of_seeds_logs_and_loads(tmp_path):
         "model = DDP(net)\nload_model('m.pt', {given})\nsave(model)\n" + DDP_TAIL
     )
     assert "DDL163" not in codes_of(helper, given="model.module")
+
+
+def test_a_value_only_rank_0_updates_then_every_rank_tests():
+    """DDL179, corpora 33 and 34 (seen): DUSTGaussian's `global_step += 1` under `if args.local_rank == 0:`,
+    then `if global_step == 3000: model.switch_state_machine(...)` on every rank. Quiet where the test only
+    prints, and where the guard holds the letters of "rank" but tests no rank (SimXNS's
+    `iteration_reranker_step`) or compares strings (SwinTrack's `'--distributed_node_rank'`)."""
+    script = (
+        DDP_HEAD
+        + "global_step = 1\nfor batch in loader:\n    if global_step == 3000:\n        {act}\n"
+        "    train_step(batch)\n    if {guard}:\n        global_step += 1\n" + DDP_TAIL
+    )
+    bad = {"act": "model.switch_state_machine('joint')", "guard": "args.local_rank == 0"}
+    assert "DDL179" in codes_of(script, **bad)
+    assert "DDL179" not in codes_of(script, **{**bad, "act": "print(global_step, loss.item())"})
+    for guard in (
+        "step % args.iteration_step > args.iteration_reranker_step",
+        "arg in ('--node_rank',)",
+    ):
+        assert "DDL179" not in codes_of(script, **{**bad, "guard": guard})

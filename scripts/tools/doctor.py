@@ -25,6 +25,7 @@ import ast
 import copy
 import functools
 import io
+import itertools
 import os
 import re
 import stat
@@ -641,6 +642,15 @@ RULES = {
         "their own (fresh) weights, the gradients they all-reduce belong to different models, and the "
         "replicas drift apart while every rank believes the run resumed.",
     ),
+    "DDL179": (
+        "a value a loop updates on some ranks only, then tests on every rank",
+        "update it on every rank (compute it from reduced values), or broadcast it before the test",
+        "17-decisions-driven-by-a-metric",
+        "Under `if rank == 0:` only rank 0's copy of a counter or a best score moves; the other ranks keep "
+        "theirs. A test of it outside the check then decides differently on each rank: one rank enters a "
+        "collective (an FSDP state dict, a barrier) or switches its training phase while the others do not, "
+        "and the run hangs or the replicas train different things.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -909,6 +919,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL179",
         "DDL178",
         "DDL177",
         "DDL154",
@@ -6464,6 +6475,102 @@ class LoadOnSomeRanks(CallRule):
         )
 
 
+class UpdatedOnSomeRanks(Rule):
+    """DDL179: in a loop, a name rebound only under a rank check (`if rank == 0: best_val_loss = loss`,
+    `if args.local_rank == 0: ... global_step += 1`) and read in the test of an `if` or `while` every rank runs,
+    whose body does more than print: learn-pytorch-ddp's FSDP save gated on `curr_val_loss < best_val_loss`
+    (corpus 33), DUSTGaussian's phase switch on `global_step` (corpus 34). Not a name a collective takes, nor one
+    the loop also rebinds on every rank."""
+
+    code = "DDL179"
+    QUIET = {"print", "info", "debug", "warning", "log", "write", "add_scalar", "set_description"}
+
+    def begin(self):
+        if not self.m.distributed or re.search(r"broadcast", self.m.text):
+            return False
+        for scope in [self.m.tree] + [
+            n for n in self.m.nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]:
+            self.scope(scope)
+        return False
+
+    @staticmethod
+    def a_rank_test(text):
+        """A test of the rank itself (`rank == 0`, `args.local_rank == 0`, `is_main_process`), not one that holds
+        the letters ("iteration_reranker_step": SimXNS, corpus 34) or compares strings
+        (`command_arg in ('--distributed_node_rank', ...)`: SwinTrack, corpus 29)."""
+        return not re.search(r"['\"]", text) and bool(
+            re.search(
+                r"(?<![a-z])(local_|global_|node_)?rank(?![a-z])|main|master|first_worker|zero",
+                text,
+                re.I,
+            )
+        )
+
+    def acts(self, body):
+        """Whether statements do more than print or log: a call other than those (their arguments aside), a
+        break or a return."""
+        for statement in body:
+            for n in ast.walk(statement):
+                if isinstance(n, (ast.Break, ast.Return)):
+                    return True
+                if isinstance(n, ast.Call) and last(dotted(n.func)) not in self.QUIET:
+                    quiet = any(
+                        isinstance(p, ast.Call) and last(dotted(p.func)) in self.QUIET
+                        for p in self.m.parents_of(n)
+                    )
+                    if not quiet:
+                        return True
+        return False
+
+    def loops_of(self, node, scope):
+        return [
+            p
+            for p in itertools.takewhile(lambda p: p is not scope, self.m.parents_of(node))
+            if isinstance(p, (ast.For, ast.While))
+        ]
+
+    def scope(self, scope):
+        guarded, everywhere = {}, set()
+        for node in scope_nodes(scope, DEFINITIONS):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign)
+                else []
+            )
+            for target in targets:
+                if not isinstance(target, ast.Name):
+                    continue
+                check = self.rank_check(node)
+                if check is not None and self.loops_of(node, scope) and self.a_rank_test(check[0]):
+                    guarded.setdefault(target.id, []).append(node)
+                elif self.loops_of(node, scope):
+                    everywhere.add(target.id)
+        collected = {
+            dotted(a)
+            for n in scope_nodes(scope, DEFINITIONS)
+            if isinstance(n, ast.Call) and last(dotted(n.func)) in COLLECTIVES
+            for a in n.args
+        }
+        for name in set(guarded) - everywhere - collected:
+            for test_owner in scope_nodes(scope, DEFINITIONS):
+                if not isinstance(test_owner, (ast.If, ast.While)):
+                    continue
+                if not any(
+                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(test_owner.test)
+                ):
+                    continue
+                if self.rank_check(test_owner) is not None or self.m.picks_ranks(test_owner.test):
+                    continue
+                if not self.loops_of(test_owner, scope) and not isinstance(test_owner, ast.While):
+                    continue
+                if self.acts(test_owner.body):
+                    self.add(test_owner.test, fixable=False)
+                    break
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -9030,6 +9137,7 @@ RULE_CLASSES = [
     ResumeWithoutOptimizer,
     DistributedSamplerIntoPrepare,
     LoadOnSomeRanks,
+    UpdatedOnSomeRanks,
 ]
 
 
