@@ -586,6 +586,14 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL180": (
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n"
+        "for x in loader:\n    with accelerator.accumulate(controlnet), accelerator.accumulate(unet):\n"
+        "        accelerator.backward(loss(controlnet, unet, x))\n        optimizer.step()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n"
+        "for x in loader:\n    with accelerator.accumulate(controlnet, unet):\n"
+        "        accelerator.backward(loss(controlnet, unet, x))\n        optimizer.step()\n",
+    ),
     "DDL179": (
         "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\nbest = float('inf')\n"
         "for epoch in range(9):\n    loss = evaluate(model)\n    if loss < best:\n        save_full_state(model)\n"

@@ -651,6 +651,16 @@ RULES = {
         "collective (an FSDP state dict, a barrier) or switches its training phase while the others do not, "
         "and the run hangs or the replicas train different things.",
     ),
+    "DDL180": (
+        "accelerator.accumulate entered twice for one batch (two contexts, one per model)",
+        "enter it once with every model: `with accelerator.accumulate(model_a, model_b):`",
+        "c-eval-accumulation-saving",
+        "Each accelerator.accumulate() call counts one micro-batch. Two of them for one batch count two, so "
+        "with gradient_accumulation_steps=2 every batch ends a cycle: nothing accumulates, and the loss, "
+        "divided by 2, steps the optimizer at every batch. Measured here (accelerate 1.15, two models, "
+        "gradient_accumulation_steps=2): sync_gradients was True, True, True, True over four batches with two "
+        "contexts, and False, True, False, True with one accumulate(model_a, model_b).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -919,6 +929,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL180",
         "DDL179",
         "DDL178",
         "DDL177",
@@ -6571,6 +6582,42 @@ class UpdatedOnSomeRanks(Rule):
                     break
 
 
+class AccumulateTwice(Rule):
+    """DDL180: `with accelerator.accumulate(a), accelerator.accumulate(b):`, or a `with X.accumulate(...)` inside
+    another on the same accelerator: each call counts a micro-batch (PASD's ControlNet and UNet, corpus 34)."""
+
+    code = "DDL180"
+
+    @staticmethod
+    def accumulations(with_node):
+        """The `X.accumulate(...)` calls a `with` enters, where X names an accelerator (PASD imports a vendored
+        copy of accelerate's Accelerator, `from pasd.accelerate import Accelerator`)."""
+        return [
+            item.context_expr
+            for item in with_node.items
+            if isinstance(item.context_expr, ast.Call)
+            and isinstance(item.context_expr.func, ast.Attribute)
+            and item.context_expr.func.attr == "accumulate"
+            and "accelerat" in dotted(item.context_expr.func.value).lower()
+        ]
+
+    def visit_With(self, node):
+        calls = self.accumulations(node)
+        owners = [dotted(c.func.value) for c in calls]
+        for i, call in enumerate(calls):
+            if owners[i] in owners[:i]:
+                self.add(call, fixable=False)
+                return
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, DEFINITIONS + (ast.For, ast.While)):
+                return
+            if isinstance(parent, ast.With) and any(
+                dotted(c.func.value) in owners for c in self.accumulations(parent)
+            ):
+                self.add(calls[0], fixable=False)
+                return
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -9138,6 +9185,7 @@ RULE_CLASSES = [
     DistributedSamplerIntoPrepare,
     LoadOnSomeRanks,
     UpdatedOnSomeRanks,
+    AccumulateTwice,
 ]
 
 
