@@ -99,3 +99,29 @@ def test_rung6_refuses_an_fsdp_launch_in_one_line(tmp_path, data_dir, script):
         proc.returncode == 2 and proc.stderr.count("\n") == 1 and "scripts/7_fsdp.py" in proc.stderr
     ), proc.stderr
     assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.launch
+def test_fsdp_evaluates_an_eval_split_whose_slices_differ_by_a_batch(tmp_path, data_dir):
+    """Under FSDP the evaluation's forward is a collective. A corpus of 50 windows keeps 5 for evaluation: slices
+    of 3 and 2 rows, 3 and 2 batches of 1. The rank with a batch fewer must still join rank 0's third forward
+    (before aa0a253 gloo aborted here: 'Received data size doesn't match expected size'); every sample is
+    counted once, and the run ends on rung 1's weights."""
+    text = tmp_path / "corpus.txt"
+    text.write_bytes(bytes(32 + (i * 7) % 90 for i in range(404)))  # (404 - 1) // 8 = 50 windows
+    flags = [
+        "--task",
+        "gpt",
+        "--text-file",
+        str(text),
+        "--block-size",
+        "8",
+        "--max-steps",
+        "3",
+        *SEED,
+    ]
+    # a global batch of 2: rung 1's 2, rung 7's 1 a process, so its slices are 3 and 2 batches
+    ref, ref_m = launch(1, tmp_path / "1", data_dir, *flags, per_device=1)
+    fsdp, fsdp_m = launch(7, tmp_path / "7", data_dir, *flags, per_device=1)
+    assert max_abs_diff(fsdp, ref) <= FP32_TOLERANCE, max_abs_diff(fsdp, ref)
+    assert fsdp_m["eval_samples"] == ref_m["eval_samples"] == 5, (fsdp_m, ref_m)
