@@ -1660,29 +1660,25 @@ class Checker:
         judges counted seven deprecated-AMP findings and three seeds under such flags false; corpora 26's judges
         had counted two such findings true, SemCKD's `--deterministic` seed and MS-G3D's `--save-score`). Not a
         flag for a phase of the work (resume, eval, test, load), which a user runs when it comes."""
-        if re.search(
-            r"resume|eval|test|load|ckpt|checkpoint|pretrain|finetune|predict|infer", flag, re.I
-        ):
-            return False  # a phase of the work a user runs when it comes (SuPreM's --resume, medical_mae's --eval)
-        spelled = re.escape(flag).replace("_", "[_-]")
-        declaration = rf"add_argument\(\s*['\"]--{spelled}['\"][^)]*\)"
-        declared = re.findall(declaration, Project.text(Path(self.path)))
-        if (
-            not declared
-        ):  # in a helper module (S3Diff's my_utils/training_utils.py): every declaration
+        if PHASE_FLAGS.search(flag):
+            return False  # SuPreM's --resume, medical_mae's --eval: judged true where the path was read
+        spelled, declaration = flag_spellings(flag)
+        declared = declaration.findall(Project.text(Path(self.path)))
+        if not declared:
+            # declared in a helper module (S3Diff's my_utils/training_utils.py): every declaration counts
             declared = [
                 d
                 for page in Project.pages(self.root, (".py",))
-                for d in re.findall(declaration, Project.text(page))
+                for d in declaration.findall(Project.text(page))
             ]
         elif len(declared) > 1:
             return False
         if not declared or not all(map(declared_off, declared)):
             return False  # off where this file declares it: predict.py may declare its own
-        parsed = {
-            "args"
-        } | {  # the names parse_args() binds here: `args.use_amp = True` sets the flag,
-            dotted(t)  # StableAnimator's vendored `config.seed = 2048` does not
+        # the names parse_args() binds here: `args.use_amp = True` sets the flag, StableAnimator's vendored
+        # `config.seed = 2048` does not
+        parsed = {"args"} | {
+            dotted(t)
             for n in self.nodes
             if isinstance(n, ast.Assign)
             and isinstance(n.value, ast.Call)
@@ -2974,6 +2970,11 @@ class SamplerWithoutSetEpoch(CallRule):
             m.add(node, self.code, False, via)
 
 
+# a value that wraps a model: DDP, DataParallel, accelerate's prepare; not ConditionalDDPM, a class RIR-DM names
+# (corpus 32) (DDL106, DDL163)
+WRAPPING = re.compile(r"DistributedDataParallel|\bDDP\b|DataParallel|\bprepare\b")
+
+
 class WrappedStateDict(CallRule):
     """DDL106: torch.save(model.state_dict(), ...) where model is a DDP / DataParallel / prepared model.
     --fix adds `.module` only where the wrap is unconditional (unwrap_model under Accelerate always)."""
@@ -3063,9 +3064,7 @@ class WrappedStateDict(CallRule):
             if isinstance(n, ast.Assign)
             and any(dotted(t) == owner for t in n.targets)
             and isinstance(n.value, (ast.Call, ast.IfExp))
-            and re.search(
-                r"DistributedDataParallel|\bDDP\b|DataParallel|\bprepare\b", ast.unparse(n.value)
-            )
+            and WRAPPING.search(ast.unparse(n.value))
         ]
         return bool(lines) and min(lines) > call.lineno
 
@@ -3144,13 +3143,7 @@ class LoadIntoWrapper(CallRule):
         return sorted(
             (
                 n.lineno,
-                bool(
-                    re.search(
-                        # not ConditionalDDPM, a class RIR-DM names (corpus 32)
-                        r"DistributedDataParallel|\bDDP\b|DataParallel|\bprepare\b",
-                        ast.unparse(n.value),
-                    )
-                ),
+                bool(WRAPPING.search(ast.unparse(n.value))),
             )
             for n in ast.walk(scope)
             if isinstance(n, ast.Assign)
@@ -10669,12 +10662,24 @@ DISTRIBUTED_STRATEGY = re.compile(
 )
 
 
+# a flag for a phase of the work (resume, evaluate, test, load, fine-tune), which a user runs when it comes: not
+# "off" because the documented runs leave it out (Checker.flag_off_in_its_runs)
+PHASE_FLAGS = re.compile(
+    r"resume|eval|test|load|ckpt|checkpoint|pretrain|finetune|predict|infer", re.I
+)
+
+
+def flag_spellings(flag):
+    """(a pattern for `--flag` and `--flag-with-dashes`, the compiled `add_argument("--flag", ...)` call)."""
+    spelled = re.escape(flag).replace("_", "[_-]")
+    return spelled, re.compile(rf"add_argument\(\s*['\"]--{spelled}['\"][^)]*\)")
+
+
 def flag_off_in(pages, flag):
     """Whether `pages` ((suffix, text) pairs) declare `--flag` once, off by default (declared_off), and nothing
     else in them names the flag: no `--flag` in a script, page or config, no `flag:` or `"flag":` in a config,
     no `args.flag = ...` in the code."""
-    spelled = re.escape(flag).replace("_", "[_-]")
-    declaration = re.compile(rf"add_argument\(\s*['\"]--{spelled}['\"][^)]*\)")
+    spelled, declaration = flag_spellings(flag)
     declared, named = [], 0
     for suffix, text in pages:
         if flag.replace("_", "") not in text.replace("_", "").replace("-", ""):
