@@ -4564,6 +4564,30 @@ def test_the_ddp_wrapper_run_by_rank_zero_alone():
     assert "DDL157" not in codes_of(both)
 
 
+def test_a_trainer_classs_prepared_model_run_by_the_main_process_alone():
+    """DDL157 on a trainer class (soundstorm's, corpus 33): `self.model` prepared in __init__ and run under
+    `if self.is_main:` in a later method broadcasts its buffers on one rank. Not through
+    `self.accelerator.unwrap_model(self.model)`, not where every process runs it."""
+    script = (
+        "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\n"
+        "class Trainer:\n    def __init__(self, loader):\n        self.accelerator = Accelerator()\n"
+        "        model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))\n"
+        "        self.model, self.opt = self.accelerator.prepare(model, torch.optim.SGD(model.parameters()))\n"
+        "    @property\n    def is_main(self):\n        return self.accelerator.is_main_process\n"
+        "    def train_step(self, x):\n        self.accelerator.backward(self.model(x).sum())\n"
+        "        self.opt.step()\n{guard}        with torch.no_grad():\n"
+        "            {pad}print({model}(x))\n"
+    )
+    for guard, model, expected in (
+        ("        if self.is_main:\n    ", "self.model", [(17, "DDL157")]),
+        ("        if self.is_main:\n    ", "self.accelerator.unwrap_model(self.model)", []),
+        ("", "self.model", []),
+    ):
+        source = script.format(guard=guard, model=model, pad="    " if guard else "")
+        found = [(f.line, f.code) for f in doctor.check_source(source) if f.code == "DDL157"]
+        assert found == expected, (guard, model, found)
+
+
 def test_the_ddp_wrapper_handed_to_another_modules_evaluation_by_rank_zero_alone(tmp_path):
     """DDL157 one module away (Satlas's `satlas.model.evaluate.evaluate(model=model, ...)` under
     `if is_primary:`): reported at the call, where the function of the other module runs the parameter it is

@@ -7262,21 +7262,24 @@ class WrapperAttribute(Rule):
             return  # `colbert.training.utils.f` read from an import, not the local `colbert` model
         if self.tested(node, name) or self.in_test(node) or f"{name}.{node.attr}" in self.stored:
             return
-        position = (node.lineno, node.col_offset)
         if name.startswith("self.") and name.count(".") == 1:
-            cls = next((p for p in self.m.parents_of(node) if isinstance(p, ast.ClassDef)), None)
-            for method, at in self.self_wraps.get(cls, {}).get(name, []):
-                # a wrap in __init__ is there for every other method; one in another method (timm's
-                # prepare_distributed) only for what follows it there: the order of calls is the caller's
-                constructor = (
-                    method is not None and method.name == "__init__" and scope is not method
-                )
-                if constructor or scope is method and at < position:
-                    self.add(node, fixable=False)
-                    break
+            if self.self_wrapped(name, scope, node):
+                self.add(node, fixable=False)
             return
         if self.wrapped_at(name, scope, node, callers=True):
             self.add(node, fixable=False)
+
+    def self_wrapped(self, name, scope, node):
+        """Whether `self.model`, read at `node` in `scope`, holds the class's wrap there: a wrap in __init__ is
+        there for every other method; one in another method (timm's prepare_distributed) only for what follows
+        it there: the order of calls is the caller's."""
+        cls = next((p for p in self.m.parents_of(node) if isinstance(p, ast.ClassDef)), None)
+        position = (node.lineno, node.col_offset)
+        for method, at in self.self_wraps.get(cls, {}).get(name, []):
+            constructor = method is not None and method.name == "__init__" and scope is not method
+            if constructor or scope is method and at < position:
+                return True
+        return False
 
     def visit_Call(self, node):
         """`hasattr(model, "init_params")` or `getattr(model, "no_weight_decay", None)` on the wrapper: False, or
@@ -7551,6 +7554,12 @@ class ForwardOnOneRank(WrapperAttribute):
             return
         scope = self.function_of(node)
         forward = name.removesuffix(".forward")
+        if forward.startswith("self.") and forward.count(".") == 1:
+            # the trainer class's wrap (soundstorm's `self.model`, prepared in __init__ and evaluated under
+            # `if self.is_main:` in train_step, corpus 33)
+            if self.self_wrapped(forward, scope, node) and self.one_rank(node):
+                self.report(node)
+            return
         if self.wrapped_at(forward, scope, node, callers=True):
             # a helper's parameter: here where a rank check of the helper's own picks the ranks (vq-vae-2's
             # `if dist.is_primary(): ... model(sample)` in train()), else at the calls that do (below)
