@@ -586,6 +586,20 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL181": (
+        "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"
+        "dist.init_process_group('nccl')\n\n\ndef train(model, loader, rank):\n"
+        "    sums = torch.zeros(2).to(rank)\n    for data, target in loader:\n"
+        "        loss = F.cross_entropy(model(data), target)\n        loss.backward()\n"
+        "        sums[0] += loss.item()\n        sums[1] += len(data)\n"
+        "    dist.all_reduce(sums)\n    return sums[0] / sums[1]\n",
+        "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"
+        "dist.init_process_group('nccl')\n\n\ndef train(model, loader, rank):\n"
+        "    sums = torch.zeros(2).to(rank)\n    for data, target in loader:\n"
+        "        loss = F.cross_entropy(model(data), target, reduction='sum')\n        loss.backward()\n"
+        "        sums[0] += loss.item()\n        sums[1] += len(data)\n"
+        "    dist.all_reduce(sums)\n    return sums[0] / sums[1]\n",
+    ),
     "DDL180": (
         "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=2)\n"
         "for x in loader:\n    with accelerator.accumulate(controlnet), accelerator.accumulate(unet):\n"

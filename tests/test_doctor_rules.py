@@ -4588,6 +4588,76 @@ def test_a_trainer_classs_prepared_model_run_by_the_main_process_alone():
         assert found == expected, (guard, model, found)
 
 
+def test_a_mean_loss_added_up_and_divided_by_the_samples():
+    """DDL181 (learn-pytorch-ddp, arawxx's ConvNextV2, corpus 33): the FSDP tutorial's two slots, a batch mean
+    in one and the batch's size in the other, then their quotient: the mean over the batch size. Reported for
+    a functional loss, a loss module bound in the module, a model output's .loss, and names instead of slots;
+    not for reduction='sum', a scaled add, a batch count, or a loss the function cannot tell."""
+    script = (
+        "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"
+        "from torch import nn\ndist.init_process_group('nccl')\ncriterion = nn.{module}\n\n\n"
+        "def run(model, loader, rank):\n    total, seen = 0.0, 0\n    for data, target in loader:\n"
+        "        loss = {loss}\n        total += {added}\n        seen += {count}\n"
+        "    return total / seen\n"
+    )
+    base = {
+        "module": "CrossEntropyLoss()",
+        "loss": "F.mse_loss(model(data), target)",
+        "added": "loss.item()",
+        "count": "data.size(0)",
+    }
+    cases = [
+        ({}, ["DDL181"]),
+        ({"loss": "criterion(model(data), target)"}, ["DDL181"]),
+        ({"loss": "model(data, labels=target).loss"}, ["DDL181"]),
+        ({"loss": "criterion(model(data), target) / 4"}, ["DDL181"]),
+        ({"count": "len(data)"}, ["DDL181"]),
+        ({"count": "target.shape[0]"}, ["DDL181"]),
+        ({"added": "float(loss)"}, ["DDL181"]),
+        ({"loss": "F.mse_loss(model(data), target, reduction='sum')"}, []),
+        (
+            {
+                "module": "CrossEntropyLoss(reduction='sum')",
+                "loss": "criterion(model(data), target)",
+            },
+            [],
+        ),
+        ({"added": "loss.item() * data.size(0)"}, []),
+        ({"count": "1"}, []),
+        ({"loss": "model(data)"}, []),
+    ]
+    for change, expected in cases:
+        source = script.format(**{**base, **change})
+        found = [f.code for f in doctor.check_source(source) if f.code == "DDL181"]
+        assert found == expected, (change, found)
+    # the loss module handed in, where the repository never asks for a sum (arawxx's `criteria`)
+    handed = script.format(**base).replace("def run(model,", "def run(criteria, model,")
+    handed = handed.replace("F.mse_loss(model(data), target)", "criteria(model(data), target)")
+    assert [
+        f.code for f in doctor.check_source(handed) if f.code == "DDL181"
+    ] == []  # no project: unknown
+
+
+def test_a_mean_loss_module_handed_to_another_modules_loop(tmp_path):
+    """DDL181 one module away (arawxx's run.py hands `criteria = nn.CrossEntropyLoss()` to flow/train.py):
+    reported at the call; not where a file of the repository asks for reduction='sum'."""
+    loop = (
+        "import torch\nimport torch.distributed as dist\n\n\ndef train(model, loader, rank, criteria):\n"
+        "    sums = torch.zeros(2).to(rank)\n    for x, y in loader:\n"
+        "        loss = criteria(model(x), y)\n        sums[0] += loss.item()\n        sums[1] += len(x)\n"
+        "    dist.all_reduce(sums)\n    return sums[0] / sums[1]\n"
+    )
+    main = (
+        "import torch.distributed as dist\nfrom torch import nn\nfrom loop import train\n"
+        "dist.init_process_group('nccl')\ncriteria = nn.CrossEntropyLoss({reduction})\n"
+        "print(train(model, loader, 0, criteria))\ndist.destroy_process_group()\n"
+    )
+    for reduction, expected in (("", [(6, "DDL181")]), ("reduction='sum'", [])):
+        files = {"README.md": "", "loop.py": loop, "main.py": main.format(reduction=reduction)}
+        found = check_in_project(tmp_path / (reduction or "mean"), files, "main.py", where=True)
+        assert sorted(f for f in found if f[1] == "DDL181") == expected, (reduction, found)
+
+
 def test_the_ddp_wrapper_handed_to_another_modules_evaluation_by_rank_zero_alone(tmp_path):
     """DDL157 one module away (Satlas's `satlas.model.evaluate.evaluate(model=model, ...)` under
     `if is_primary:`): reported at the call, where the function of the other module runs the parameter it is

@@ -661,6 +661,18 @@ RULES = {
         "gradient_accumulation_steps=2): sync_gradients was True, True, True, True over four batches with two "
         "contexts, and False, True, False, True with one accumulate(model_a, model_b).",
     ),
+    "DDL181": (
+        "a batch's mean loss added up and divided by a count of samples (`sums[0] += loss.item()`, "
+        "`sums[1] += len(data)`)",
+        "add the batch's sum (loss.item() * len(data), or a loss with reduction='sum' as PyTorch's FSDP "
+        "tutorial has), or count batches (`+= 1`)",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "PyTorch's FSDP tutorial adds `loss.item()` to one slot and `len(data)` to the other, then divides "
+        "the all-reduced sums: right for its `F.nll_loss(..., reduction='sum')`. With a loss that is already "
+        "the batch's mean (the default reduction, a Hugging Face model's `.loss`) the quotient is the mean "
+        "loss divided by the batch size: a batch of 32 with mean loss 2.0 adds 2.0 and 32, and reports "
+        "0.0625. The number logged, and any best-checkpoint choice made on it, is off by the batch size.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -929,6 +941,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL181",
         "DDL180",
         "DDL179",
         "DDL178",
@@ -6611,6 +6624,172 @@ class AccumulateTwice(Rule):
                 return
 
 
+# a loss that averages over its batch unless told otherwise (reduction="mean", the default): the functional
+# form's name, or its module class's
+MEAN_LOSSES = re.compile(
+    r"^(?:cross_entropy|nll_loss|mse_loss|l1_loss|smooth_l1_loss|huber_loss|binary_cross_entropy"
+    r"(?:_with_logits)?|CrossEntropyLoss|NLLLoss|MSELoss|L1Loss|SmoothL1Loss|HuberLoss|BCELoss"
+    r"|BCEWithLogitsLoss)$"
+)
+
+
+def sample_count(node):
+    """Whether an expression counts a batch's samples: `len(data)`, `x.size(0)`, `x.shape[0]`, `x.numel()`."""
+    if isinstance(node, ast.Call):
+        name = dotted(node.func)
+        if name == "len" and len(node.args) == 1:
+            return True
+        if last(name) == "size" and len(node.args) == 1 and ast.unparse(node.args[0]) == "0":
+            return True
+        return last(name) == "numel" and not node.args
+    return (
+        isinstance(node, ast.Subscript)
+        and ast.unparse(node.slice) == "0"
+        and (
+            isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape"
+            or isinstance(node.value, ast.Call)
+            and last(dotted(node.value.func)) == "size"
+            and not node.value.args
+        )
+    )
+
+
+class MeanLossOverSamples(Rule):
+    """DDL181: `ddp_loss[0] += loss.item()` and `ddp_loss[1] += len(data)`, then `ddp_loss[0] / ddp_loss[1]`
+    (or two names, `total_loss` and `seen`), where the loss is its batch's mean: PyTorch's FSDP tutorial with
+    its `reduction='sum'` left out (learn-pytorch-ddp's HF `outputs.loss`, arawxx's `nn.CrossEntropyLoss()`,
+    corpus 33). The loss is a mean where it comes from a mean-reducing loss (a functional one, or a module
+    class bound in this module, without reduction=), from a model output's `.loss` / `["loss"]` (Hugging
+    Face's convention), or from a loss function handed in as a parameter where no Python file of the
+    repository asks for reduction="sum". Not where the value added is scaled (`loss.item() * len(data)`), nor
+    where the other slot counts batches (`+= 1`)."""
+
+    code = "DDL181"
+
+    def begin(self):
+        return self.m.distributed
+
+    def visit_FunctionDef(self, node):
+        nodes = list(scope_nodes(node))
+        adds = [
+            n
+            for n in nodes
+            if isinstance(n, ast.AugAssign)
+            and isinstance(n.op, ast.Add)
+            and dotted_or_slot(n.target)
+        ]
+        counts = {dotted_or_slot(n.target) for n in adds if sample_count(n.value)}
+        if not counts:
+            return
+        quotients = {
+            (dotted_or_slot(n.left), dotted_or_slot(n.right))
+            for n in nodes
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+        }
+        for add in adds:
+            total = dotted_or_slot(add.target)
+            added = added_loss(add.value)
+            if added is None or not any((total, c) in quotients for c in counts):
+                continue
+            if output_loss(added) or self.is_mean(dotted(added), node, add):
+                self.add(add, fixable=False)
+                return
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def is_mean(self, loss, function, at):
+        """Whether the name `loss`, as bound last before `at` in `function`, holds a batch's mean."""
+        bindings = [
+            n
+            for n in scope_nodes(function)
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and dotted(n.targets[0]) == loss
+            and (n.lineno, n.col_offset) < (at.lineno, at.col_offset)
+        ]
+        if not bindings:
+            return False
+        value = max(bindings, key=lambda n: (n.lineno, n.col_offset)).value
+        while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div):
+            value = value.left  # `loss = criterion(out, y) / accumulation_steps`: a mean still
+        if output_loss(value):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        callee = dotted(value.func)
+        if MEAN_LOSSES.search(last(callee)):
+            return keyword(value, "reduction") is None
+        made = self.constructed(callee)
+        if made is not None:
+            return (
+                MEAN_LOSSES.search(last(dotted(made.func))) and keyword(made, "reduction") is None
+            )
+        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        if callee in params and re.search(r"crit|loss", callee, re.I):
+            # handed in: a mean unless the repository asks for a sum anywhere
+            return self.m.root is not None and not any(
+                re.search(r"reduction\s*=\s*['\"]sum", Project.text(page))
+                for page in Project.pages(self.m.root, (".py",))
+            )
+        return False
+
+    def constructed(self, name):
+        """The call this module binds `name` (or `self.name`) to, where it binds it once: the loss module."""
+        made = [
+            n.value
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and dotted(n.targets[0]) == name
+            and isinstance(n.value, ast.Call)
+        ]
+        return made[0] if len(made) == 1 else None
+
+
+def dotted_or_slot(node):
+    """`total` or `sums[0]`: a name, or a name's slot by a constant, as written."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and dotted(node.value)
+    ):
+        return ast.unparse(node)
+    return dotted(node)
+
+
+def added_loss(value):
+    """The loss an accumulation adds (`loss.item()`, `float(loss)`, `loss.detach()`, `output["loss"].item()`),
+    or None where it adds something else (`loss.item() * len(data)`)."""
+    while True:
+        if isinstance(value, ast.Call) and dotted(value.func) == "float" and len(value.args) == 1:
+            value = value.args[0]
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("item", "detach", "cpu")
+            and not value.args
+        ):
+            value = value.func.value
+        else:
+            break
+    if output_loss(value) or "loss" in last(dotted(value)).lower():
+        return value
+    return None
+
+
+def output_loss(node):
+    """A model output's loss, `outputs.loss` or `outputs["loss"]`: a batch's mean by Hugging Face's
+    convention."""
+    if isinstance(node, ast.Attribute) and node.attr == "loss":
+        return dotted(node) != "loss"
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value == "loss"
+    )
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -9188,6 +9367,7 @@ RULE_CLASSES = [
     LoadOnSomeRanks,
     UpdatedOnSomeRanks,
     AccumulateTwice,
+    MeanLossOverSamples,
 ]
 
 
@@ -10449,6 +10629,7 @@ REACHED = {
     "DDL131",
     "DDL132",
     "DDL133",
+    "DDL181",
 }
 # a write or a tracker reached through a call that only some ranks make is theirs to make
 GUARDABLE = {"DDL107", "DDL128", "DDL132", "DDL137", "DDL139", "DDL140"}
