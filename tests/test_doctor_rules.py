@@ -4562,6 +4562,13 @@ def test_the_ddp_wrapper_run_by_rank_zero_alone():
         "            training(rank)\n    else:\n        training(rank)\n" + DDP_TAIL
     )
     assert "DDL157" not in codes_of(both)
+    # a create_model of the script's own makes no buffers (LBNL_dt_scaling, corpus 35); timm's does
+    for head, expected in (
+        ("def create_model():\n    return nn.Linear(4, 8)\n", []),
+        ("from timm import create_model\n", ["DDL157"]),
+    ):
+        own = head + script.format(net="create_model()", wrap="DDP(net)", given="model")
+        assert [c for c in codes_of(own) if c == "DDL157"] == expected, (head, codes_of(own))
 
 
 def test_a_trainer_classs_prepared_model_run_by_the_main_process_alone():
