@@ -1921,6 +1921,33 @@ def test_a_sampler_built_beside_one_that_gets_set_epoch_and_never_gets_it_itself
         assert doctor.check_source(script.format(more=more)) == [], more
 
 
+def test_a_distributed_sampler_built_beside_one_whose_loader_gets_set_epoch():
+    """Corpus 35: HSI_domain_adaptation builds source and target DistributedSamplers side by side and gives
+    only `source_loader.sampler` its epoch: the target data comes in one order every epoch. Not where the
+    target's loader gets it too, where its sampler is handed on, or for an eval sampler."""
+    script = (
+        DDP_HEAD
+        + "def build_loader(ds, sampler):\n    return DataLoader(ds, batch_size=8, sampler=sampler)\n"
+        "def main():\n    source_sampler = DistributedSampler(source, shuffle=True)\n"
+        "    target_sampler = DistributedSampler(target, shuffle=True)\n"
+        "    val_sampler = DistributedSampler(val, shuffle=True)\n"
+        "    source_loader = build_loader(source, sampler=source_sampler)\n"
+        "    target_loader = build_loader(target, sampler=target_sampler)\n"
+        "    val_loader = build_loader(val, sampler=val_sampler)\n"
+        "    for epoch in range(10):\n        source_loader.sampler.set_epoch(epoch)\n{more}"
+        "        for x, y in zip(source_loader, target_loader):\n            step(x, y)\n"
+        "main()\n" + DDP_TAIL
+    )
+    bad = doctor.check_source(script.format(more=""))
+    assert [(f.line, f.code) for f in bad] == [(11, "DDL105")], bad
+    for more in (
+        "        target_loader.sampler.set_epoch(epoch)\n",
+        "        target_sampler.set_epoch(epoch)\n",
+        "        reshuffle(target_sampler)\n",
+    ):
+        assert doctor.check_source(script.format(more=more)) == [], more
+
+
 def test_a_training_step_method_called_through_the_wrappers_module():
     """Corpus 13 (seen): P5 runs `results = self.model.module.train_step(batch)` then `loss.backward()` on its
     DDP model: the forward inside train_step skips DDP's, so nothing is all-reduced and each process trains its
@@ -4663,6 +4690,45 @@ def test_a_mean_loss_module_handed_to_another_modules_loop(tmp_path):
         files = {"README.md": "", "loop.py": loop, "main.py": main.format(reduction=reduction)}
         found = check_in_project(tmp_path / (reduction or "mean"), files, "main.py", where=True)
         assert sorted(f for f in found if f[1] == "DDL181") == expected, (reduction, found)
+
+
+def test_a_helpers_distributed_sampler_handed_to_a_helpers_accelerator(tmp_path):
+    """DDL177 where the project's helpers make both (distributed-llm-alignment, corpus 35): `accelerator =
+    get_accelerator(cfg)` is accelerate's, since the helper's module makes an Accelerator, and
+    `get_distributed_sampler(ds, accelerator)` returns a DistributedSampler, so the loader `prepare` shards again
+    is reported. Not where the helper returns a plain sampler, nor where the "accelerator" is a helper's object
+    of another kind."""
+    utils = (
+        "import torch\nfrom accelerate import Accelerator\n\n\ndef get_accelerator(cfg):\n"
+        "    return {accelerator}\n\n\ndef get_distributed_sampler(ds, accelerator):\n"
+        "    return {sampler}\n"
+    )
+    train = (
+        "from torch.utils.data import DataLoader\nfrom utils import get_accelerator, get_distributed_sampler\n"
+        "accelerator = get_accelerator(cfg)\nsampler = get_distributed_sampler(ds, accelerator)\n"
+        "loader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for batch in loader:\n    accelerator.backward(model(batch))\n    optimizer.step()\n"
+    )
+    distributed = "torch.utils.data.distributed.DistributedSampler(ds, shuffle=True)"
+    for accelerator, sampler, expected in (
+        ("Accelerator()", distributed, [(6, "DDL177")]),
+        ("Accelerator()", "torch.utils.data.RandomSampler(ds)", []),
+        ("object()", distributed, []),
+    ):
+        files = {
+            "README.md": "",
+            "utils.py": utils.format(accelerator=accelerator, sampler=sampler),
+            "train.py": train,
+        }
+        found = check_in_project(
+            tmp_path / f"{accelerator[:6]}{len(sampler)}", files, "train.py", True
+        )
+        assert sorted(f for f in found if f[1] == "DDL177") == expected, (
+            accelerator,
+            sampler,
+            found,
+        )
 
 
 def test_the_ddp_wrapper_handed_to_another_modules_evaluation_by_rank_zero_alone(tmp_path):

@@ -2769,12 +2769,74 @@ class SamplerWithoutSetEpoch(CallRule):
                 not self.m.set_epoch_called
                 or self.epoch_never_reaches_a_sampler
                 or self.epoch_never_moves
+                or self.left_out(call)
             )
             and self.m.shuffles(call)
             and not self.epoched_by_a_trainer()
             and not self.in_a_library_trainer(call)
         ):
             self.add(call)
+
+    @functools.cached_property
+    def epoched(self):
+        """What the module's set_epoch calls are made on: `train_sampler`, `loader.sampler`."""
+        return {
+            dotted(n.func.value)
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "set_epoch"
+        }
+
+    def gets_its_epoch(self, sampler):
+        """Whether a sampler's name, or a loader built on it (`loader = DataLoader(ds, sampler=s)`, or a helper
+        given `sampler=s`), is given set_epoch in this module."""
+        if sampler in self.epoched:
+            return True
+        return any(
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and dotted(keyword(n.value, "sampler") or ast.Pass()) == sampler
+            and any(f"{dotted(t)}.sampler" in self.epoched for t in n.targets)
+            for n in self.m.nodes
+        )
+
+    def left_out(self, call):
+        """A shuffling sampler that never gets its epoch where one built beside it (in the same function) does:
+        the script sets epochs by hand and forgot this one (HSI_domain_adaptation's target_sampler beside
+        `source_dataloader.sampler.set_epoch(epoch)`, corpus 35). Not where its name goes anywhere but into a
+        loader (a helper may set it)."""
+        names = assigned_to(self.m, call)
+        if len(names) != 1 or not names[0] or self.gets_its_epoch(names[0]):
+            return False
+        uses = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, (ast.Name, ast.Attribute))
+            and isinstance(n.ctx, ast.Load)
+            and dotted(n) == names[0]
+        ]
+        if any(
+            not (
+                isinstance(self.m.parent.get(u), ast.keyword) and self.m.parent[u].arg == "sampler"
+            )
+            for u in uses
+        ):
+            return False
+        function = self.function_of(call)
+        beside = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call)
+            and n is not call
+            and last(dotted(n.func)) == "DistributedSampler"
+            and self.function_of(n) is function
+            and self.m.shuffles(n)
+        ]
+        return any(
+            len(assigned_to(self.m, n)) == 1 and self.gets_its_epoch(assigned_to(self.m, n)[0])
+            for n in beside
+        )
 
     @functools.cached_property
     def epoch_never_moves(self):
@@ -6376,9 +6438,12 @@ class DistributedSamplerIntoPrepare(Rule):
             if isinstance(node, ast.IfExp):
                 return a_sampler(node.body) or a_sampler(node.orelse)
             if isinstance(node, ast.Call):
-                return last(dotted(node.func)) in classes
+                # or a project function that returns one (distributed-llm-alignment's
+                # `get_distributed_sampler(dataset, accelerator)`, corpus 35)
+                return last(dotted(node.func)) in classes or dotted(node.func) in helpers
             return dotted(node) in samplers
 
+        helpers = self.m.project.sampler_helpers
         samplers = set()
         for n in self.m.nodes:
             if isinstance(n, ast.Assign) and a_sampler(n.value):
@@ -10224,6 +10289,27 @@ class Project:
                     found[name] = hit
         return found
 
+    def makes_accelerator(self, nodes):
+        """Whether a name this module binds to a call of a project function (`accelerator =
+        get_accelerator(config)`) is prepared with (`accelerator.prepare(...)`), where that function's module
+        makes accelerate's Accelerator in it."""
+        prepared = {
+            dotted(n.func.value)
+            for n in nodes
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "prepare"
+        }
+        for n in nodes:
+            if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)):
+                continue
+            if not {dotted(t) for t in n.targets} & prepared:
+                continue
+            target = self.defined.get(dotted(n.value.func))
+            if target is not None and builds_accelerator(list(ast.walk(Project.tree(target[0])))):
+                return re.search(r"\bAccelerator\(", Project.source_of(*target)) is not None
+        return False
+
     def reducer(self, call):
         """The text of the project function or class a call runs, when it combines ranks' values (SegmenTron's
         `SegmentationMetric`, whose update() all-reduces; maskrcnn-benchmark's `do_train`), else None."""
@@ -10794,6 +10880,10 @@ def check_source(source, path="<string>", neighbours=False, called=None):
     if neighbours:
         checker.project = Project(path, tree)
         checker.rank_flags = checker.rank_flags | checker.project.rank_flags
+        # an Accelerator a helper of the project makes (distributed-llm-alignment's `accelerator =
+        # get_accelerator(config)`, corpus 35): the script is Accelerate's, and distributed
+        if not checker.uses_accelerate and checker.project.makes_accelerator(checker.nodes):
+            checker.uses_accelerate = checker.distributed = True
         # a script that joins the process group through a helper of its own (`dist_utils.init_dist(...)`)
         checker.distributed = checker.distributed or any(
             checker.project.joins(dotted(c.func)) for c in checker.nodes if isinstance(c, ast.Call)
