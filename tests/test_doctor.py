@@ -586,6 +586,33 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL184": (
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
+        "for batch in loader:\n    with accelerator.accumulate(model):\n"
+        "        accelerator.backward(model(batch))\n"
+        "        accelerator.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
+        "for batch in loader:\n    with accelerator.accumulate(model):\n"
+        "        accelerator.backward(model(batch))\n        if accelerator.sync_gradients:\n"
+        "            accelerator.clip_grad_norm_(model.parameters(), 1.0)\n        optimizer.step()\n",
+    ),
+    "DDL183": (
+        "import torch.distributed as dist\nimport wandb\ndist.init_process_group('nccl')\n"
+        "if dist.get_rank() == 0:\n    wandb.init(project='p')\nfor step in range(9):\n"
+        "    wandb.log({'loss': train_step()})\ndist.destroy_process_group()\n",
+        "import torch.distributed as dist\nimport wandb\ndist.init_process_group('nccl')\n"
+        "if dist.get_rank() == 0:\n    wandb.init(project='p')\nfor step in range(9):\n"
+        "    loss = train_step()\n    if dist.get_rank() == 0:\n        wandb.log({'loss': loss})\n"
+        "dist.destroy_process_group()\n",
+    ),
+    "DDL182": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "total = train_epoch()\ndist.all_reduce(torch.tensor(total).to('cuda'))\n"
+        "print(total / dist.get_world_size())\ndist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "total = torch.tensor(train_epoch()).to('cuda')\ndist.all_reduce(total)\n"
+        "print(total.item() / dist.get_world_size())\ndist.destroy_process_group()\n",
+    ),
     "DDL181": (
         "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"
         "dist.init_process_group('nccl')\n\n\ndef train(model, loader, rank):\n"

@@ -1948,6 +1948,105 @@ def test_a_distributed_sampler_built_beside_one_whose_loader_gets_set_epoch():
         assert doctor.check_source(script.format(more=more)) == [], more
 
 
+def test_a_collective_on_a_tensor_made_in_its_own_call():
+    """DDL182 (SSL-for-2D-Turbulence, corpus 35): `dist.all_reduce(torch.tensor(x).to(device))` reduces a tensor
+    nothing keeps, so `x` stays this rank's. Not a tensor bound first, nor a signal of constants or of the rank
+    (`all_reduce(torch.tensor([0], device=d))`, which only pairs a collective)."""
+    script = DDP_HEAD + "total_loss, seen = run()\n{line}\nprint(total_loss / seen)\n" + DDP_TAIL
+    for line, expected in (
+        ("dist.all_reduce(torch.tensor([total_loss, seen]).to('cuda'))", ["DDL182"]),
+        ("dist.reduce(torch.tensor(total_loss), 0)", ["DDL182"]),
+        ("loss = dist.all_reduce(torch.tensor(total_loss, device='cuda')).item()", ["DDL182"]),
+        ("t = torch.tensor([total_loss, seen]).to('cuda')\ndist.all_reduce(t)", []),
+        ("dist.all_reduce(torch.tensor([0], device='cuda'))", []),
+        ("dist.all_reduce(torch.tensor([local_rank], device=device))", []),
+    ):
+        found = [f.code for f in doctor.check_source(script.format(line=line))]
+        assert found == expected, (line, found)
+
+
+def test_wandb_log_on_ranks_that_never_called_wandb_init():
+    """DDL183 (tango, corpus 35): wandb.init under `accelerator.is_main_process`, wandb.log under a flag alone:
+    the other ranks raise at their first log. Not where an init runs on every rank (a disabled one in the else
+    branch), nor a log in a function only the main process calls, nor where `wandb` is a name of the script's
+    own (minimind-v's, None on the other ranks), nor under a flag the init's block sets."""
+    script = (
+        "import wandb\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "if accelerator.is_main_process:\n    wandb.init(project='p')\n{other}"
+        "for step in range(9):\n    loss = train_step()\n{log}"
+    )
+    helper = "def report(loss):\n    wandb.log({'loss': loss})\n"
+    for other, log, expected in (
+        ("", "    if args.with_tracking:\n        wandb.log({'loss': loss})\n", [(9, "DDL183")]),
+        (helper, "    if accelerator.is_main_process:\n        report(loss)\n", []),
+        ("else:\n    wandb.init(mode='disabled')\n", "    wandb.log({'loss': loss})\n", []),
+        (
+            "wandb = wandb if accelerator.is_main_process else None\n",
+            "    if wandb:\n        wandb.log({})\n",
+            [],
+        ),
+    ):
+        source = script.format(other=other, log=log)
+        found = [(f.line, f.code) for f in doctor.check_source(source) if f.code == "DDL183"]
+        assert found == expected, (other, log, found)
+    # a flag the init's block sets (bsq-vit's `with_wandb = True`, corpus 31): the log runs where the init did
+    flagged = script.replace(
+        "wandb.init(project='p')\n", "wandb.init(project='p')\n    with_wandb = True\n"
+    )
+    flagged = flagged.format(
+        other="", log="    if with_wandb:\n        wandb.log({'loss': loss})\n"
+    )
+    assert [f.code for f in doctor.check_source(flagged) if f.code == "DDL183"] == []
+
+
+def test_wandb_log_without_init_in_a_script_the_repository_runs_as_one_process(tmp_path):
+    """DDL183 is quiet where every command of the repository that runs the file starts one process (DMD2's
+    `python main/edm/test_folder_edm.py`, corpus 29); reported where one launches it in several."""
+    script = (
+        "import wandb\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "if accelerator.is_main_process:\n    wandb.init(project='p')\nwandb.log({'fid': 1.0})\n"
+    )
+    for command, expected in (
+        ("python evaluate.py --folder runs\n", []),
+        ("accelerate launch evaluate.py --folder runs\n", ["DDL183"]),
+    ):
+        files = {"README.md": "", "run.sh": command, "evaluate.py": script}
+        found = check_in_project(tmp_path / command.split()[0], files, "evaluate.py")
+        assert [c for c in found if c == "DDL183"] == expected, (command, found)
+
+
+def test_gradients_clipped_at_every_micro_batch_of_an_accumulation():
+    """DDL184 (distributed-llm-alignment, corpus 35): a clip in the accumulate() block clips each partial sum
+    (measured: another gradient than one clip a cycle). Reported for torch's clip too; not under
+    `if accelerator.sync_gradients:`, not outside the block, not where the Accelerator accumulates nothing
+    (no gradient_accumulation_steps, or 1)."""
+    script = (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator({steps})\n"
+        "for batch in loader:\n    with accelerator.accumulate(model):\n"
+        "        accelerator.backward(model(batch))\n{clip}        optimizer.step()\n"
+    )
+    clip = "        accelerator.clip_grad_norm_(model.parameters(), 1.0)\n"
+    for steps, line, expected in (
+        ("gradient_accumulation_steps=8", clip, [(7, "DDL184")]),
+        ("gradient_accumulation_steps=args.accum", clip, [(7, "DDL184")]),
+        (
+            "gradient_accumulation_steps=8",
+            "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+            [(7, "DDL184")],
+        ),
+        (
+            "gradient_accumulation_steps=8",
+            "        if accelerator.sync_gradients:\n    " + clip,
+            [],
+        ),
+        ("gradient_accumulation_steps=1", clip, []),
+        ("", clip, []),
+    ):
+        source = script.format(steps=steps, clip=line)
+        found = [(f.line, f.code) for f in doctor.check_source(source) if f.code == "DDL184"]
+        assert found == expected, (steps, line, found)
+
+
 def test_a_training_step_method_called_through_the_wrappers_module():
     """Corpus 13 (seen): P5 runs `results = self.model.module.train_step(batch)` then `loss.backward()` on its
     DDP model: the forward inside train_step skips DDP's, so nothing is all-reduced and each process trains its

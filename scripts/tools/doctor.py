@@ -673,6 +673,36 @@ RULES = {
         "loss divided by the batch size: a batch of 32 with mean loss 2.0 adds 2.0 and 32, and reports "
         "0.0625. The number logged, and any best-checkpoint choice made on it, is off by the batch size.",
     ),
+    "DDL182": (
+        "a collective that reduces a tensor made in its own call from the script's values "
+        "(`dist.all_reduce(torch.tensor(total_loss))`): the result is thrown away",
+        "bind the tensor first, reduce it, and read the values back from it: `t = torch.tensor(total_loss, "
+        "device=device)`, `dist.all_reduce(t)`, `total_loss = t.item()`",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "all_reduce and reduce work in place on the tensor they are given and return None (or a work handle). A "
+        "tensor made inside the call is reduced and dropped: the names it was made from keep each rank's own "
+        "value, so what is logged or divided by the world size next is one rank's number, and "
+        "`dist.all_reduce(...).item()` fails on None.",
+    ),
+    "DDL183": (
+        "wandb.log called on every rank where wandb.init runs on the main process alone",
+        "log under the same check as wandb.init (`if rank == 0:` / `accelerator.is_main_process`), or use "
+        "accelerator.init_trackers and accelerator.log, which run on the main process alone",
+        "8-per-batch-logging",
+        "wandb.log before wandb.init raises wandb's 'You must call wandb.init() before wandb.log()' error: the "
+        "ranks that skipped the init crash at their first log, and the run dies with them.",
+    ),
+    "DDL184": (
+        "gradients clipped inside accelerator.accumulate() at every micro-batch, not under "
+        "`if accelerator.sync_gradients:`",
+        "clip once a cycle: `if accelerator.sync_gradients: accelerator.clip_grad_norm_(params, max_norm)`",
+        "c-eval-accumulation-saving",
+        "accelerate's clip_grad_norm_ clips whatever the gradients hold when it is called: inside an "
+        "accumulation it clips a partial sum, then the next micro-batches add to it, so the step is no longer "
+        "the clipped sum of the cycle. Measured here (accelerate 1.15, gradient_accumulation_steps=2, norms 80 "
+        "and 57): clipping each micro-batch gave the gradient [-0.40, 0.64, -0.15, -0.64, 0.04], once a cycle "
+        "[0.27, 0.58, -0.59, -0.49, 0.04]. Under fp16 the second unscale_ of a cycle raises.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -942,6 +972,9 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL184",
+        "DDL183",
+        "DDL182",
         "DDL181",
         "DDL180",
         "DDL179",
@@ -6855,6 +6888,174 @@ def output_loss(node):
     )
 
 
+# what makes a new tensor from the values it is given (DDL182)
+NEW_TENSOR = {
+    "tensor",
+    "Tensor",
+    "as_tensor",
+    "FloatTensor",
+    "DoubleTensor",
+    "LongTensor",
+    "stack",
+    "cat",
+}
+
+
+class ReducedTemporary(Rule):
+    """DDL182: `dist.all_reduce(torch.tensor(diagnostic_logs["train_loss"]).to(device))` (SSL-for-2D-Turbulence,
+    corpus 35): the collective reduces a tensor made in its own call and nothing keeps it, so the value it was
+    made from is still this rank's. Not a tensor of constants or of the rank alone (`all_reduce(torch.tensor([0],
+    device=d))`, a signal or a warm-up whose value nobody reads)."""
+
+    code = "DDL182"
+
+    def begin(self):
+        return self.m.distributed
+
+    def visit_Call(self, node):
+        name = dotted(node.func)
+        if last(name) not in ("all_reduce", "reduce") or not name.startswith(
+            ("dist.", "torch.distributed.")
+        ):
+            return
+        given = node.args[0] if node.args else keyword(node, "tensor")
+        made = given
+        while (
+            isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Attribute)
+            and made.func.attr in ("to", "cuda", "float", "double", "detach", "cpu")
+        ):
+            made = made.func.value
+        if not isinstance(made, ast.Call):
+            return
+        if last(dotted(made.func)) not in NEW_TENSOR or not dotted(made.func).startswith("torch."):
+            return
+        values = [
+            n
+            for a in made.args
+            for n in ast.walk(a)
+            if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
+            and isinstance(getattr(n, "ctx", None), ast.Load)
+        ]
+        if any(not re.search(r"rank|device", dotted(v) or ast.unparse(v), re.I) for v in values):
+            self.add(node, fixable=False)
+
+
+class WandbLogWithoutInit(Rule):
+    """DDL183: `if accelerator.is_main_process: ... wandb.init(...)`, then `wandb.log(...)` with no rank check
+    (tango's train.py, corpus 35): every other rank calls wandb.log before any wandb.init, and wandb raises
+    (its preinit.py: "You must call wandb.init() before wandb.log()"; wandb/wandb#6556 is this shape). Not
+    where some wandb.init runs on every rank (a disabled one in the else branch), nor where the log is itself
+    under a rank check or in a function only rank-checked calls reach."""
+
+    code = "DDL183"
+
+    def begin(self):
+        if not self.m.distributed:
+            return False
+        if self.m.launched_with(r"\S") and not self.m.launched_in_processes():
+            return False  # the repository runs it as one process (DMD2's `python main/edm/test_folder_edm.py`)
+        if any(  # `wandb` a name of the script's own: a parameter, `wandb = None`, `import swanlab as wandb`
+            isinstance(n, ast.arg)
+            and n.arg == "wandb"
+            or isinstance(n, ast.Name)
+            and n.id == "wandb"
+            and isinstance(n.ctx, ast.Store)
+            or isinstance(n, ast.alias)
+            and n.asname == "wandb"
+            for n in self.m.nodes
+        ):
+            return False  # minimind-v's `if wandb: wandb.log(...)`, None on the other ranks (corpus 27)
+        inits = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and dotted(n.func) in ("wandb.init", "wandb.sdk.init")
+        ]
+        # each under a check that picks the main process (not its else branch: `else: wandb.init(mode=
+        # "disabled")` gives the other ranks a run of their own)
+        # the names the init's rank-checked block binds (bsq-vit's `with_wandb = True` beside its wandb.init,
+        # corpus 31): a log under `if with_wandb:` runs where the init did
+        self.flags = {
+            t.id
+            for n in inits
+            for p in self.m.parents_of(n)
+            if isinstance(p, ast.If) and self.m.picks_ranks(p.test)
+            for t in ast.walk(p)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+        }
+        return bool(inits) and all(
+            self.m.guarded(n)
+            and not self.m.never_distributed(n)
+            and (self.rank_check(n) or (None, True))[1]
+            for n in inits
+        )
+
+    def visit_Call(self, node):
+        if dotted(node.func) != "wandb.log" or self.in_test(node):
+            return
+        tests = [p.test for p in self.m.parents_of(node) if isinstance(p, (ast.If, ast.IfExp))]
+        if any(isinstance(n, ast.Name) and n.id in self.flags for t in tests for n in ast.walk(t)):
+            return
+        if not self.m.guarded(node):
+            self.add(node, fixable=False)
+
+
+class ClipEveryMicroBatch(Rule):
+    """DDL184: `accelerator.clip_grad_norm_(...)` (or torch.nn.utils.clip_grad_norm_) in the block of
+    `with accelerator.accumulate(model):` with no `if accelerator.sync_gradients:` around it
+    (distributed-llm-alignment's train_reward.py, corpus 35): each micro-batch's partial sum is clipped. Not
+    where the accumulation count is 1 wherever the repository gives it (AccumulationWithoutNoSync's
+    count_is_one), nor where `Accelerator()` is made with no gradient_accumulation_steps (and no plugin)."""
+
+    code = "DDL184"
+
+    def begin(self):
+        if not self.m.uses_accelerate:
+            return False
+        makers = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Call) and last(dotted(n.func)) == "Accelerator"
+        ]
+        counts = [keyword(n, "gradient_accumulation_steps") for n in makers]
+        plugins = [keyword(n, "gradient_accumulation_plugin") for n in makers]
+        if makers and all(c is None for c in counts) and all(p is None for p in plugins):
+            return False  # one micro-batch a cycle: accumulate() syncs every step
+        return not any(
+            c is not None
+            and (
+                isinstance(c, ast.Constant)
+                and c.value == 1
+                or AccumulationWithoutNoSync.count_is_one(self, c)
+            )
+            for c in counts
+        )
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) not in ("clip_grad_norm_", "clip_grad_value_"):
+            # or a project helper that clips (distributed-llm-alignment's maybe_clip_gradients)
+            target = self.m.project.defined.get(dotted(node.func))
+            if target is None or not re.search(
+                r"clip_grad_(norm|value)_\(", Project.source_of(*target)
+            ):
+                return
+        inside = False
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, ast.If) and "sync_gradients" in ast.unparse(parent.test):
+                return
+            if isinstance(parent, (ast.With, ast.AsyncWith)) and any(
+                isinstance(item.context_expr, ast.Call)
+                and last(dotted(item.context_expr.func)) == "accumulate"
+                for item in parent.items
+            ):
+                inside = True
+                break
+            if isinstance(parent, DEFINITIONS):
+                break
+        if inside:
+            self.add(node, fixable=False)
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -9436,6 +9637,9 @@ RULE_CLASSES = [
     UpdatedOnSomeRanks,
     AccumulateTwice,
     MeanLossOverSamples,
+    ReducedTemporary,
+    WandbLogWithoutInit,
+    ClipEveryMicroBatch,
 ]
 
 
