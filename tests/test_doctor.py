@@ -586,6 +586,14 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL185": (
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
+        "for batch in loader:\n    with accelerator.accumulate(model):\n        optimizer.zero_grad()\n"
+        "        accelerator.backward(model(batch))\n        optimizer.step()\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
+        "for batch in loader:\n    with accelerator.accumulate(model):\n"
+        "        accelerator.backward(model(batch))\n        optimizer.step()\n        optimizer.zero_grad()\n",
+    ),
     "DDL184": (
         "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
         "for batch in loader:\n    with accelerator.accumulate(model):\n"

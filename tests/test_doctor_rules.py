@@ -2047,6 +2047,27 @@ def test_gradients_clipped_at_every_micro_batch_of_an_accumulation():
         assert found == expected, (steps, line, found)
 
 
+def test_zero_grad_before_the_backward_inside_an_accumulation():
+    """DDL185 (supervoice-flow, corpus 36): zero_grad() first in the accumulate() block zeroes at the cycle's
+    last micro-batch (measured: the step's gradient 2.0 against 5.0). Not after the step, not outside the
+    block, not where the Accelerator accumulates nothing."""
+    script = (
+        "from accelerate import Accelerator\naccelerator = Accelerator({steps})\n"
+        "for batch in loader:\n{before}    with accelerator.accumulate(model):\n{first}"
+        "        accelerator.backward(model(batch))\n        optimizer.step()\n{last}"
+    )
+    zero = "        optimizer.zero_grad()\n"
+    for steps, before, first, last, expected in (
+        ("gradient_accumulation_steps=4", "", zero, "", [(5, "DDL185")]),
+        ("gradient_accumulation_steps=4", "", "", zero, []),
+        ("gradient_accumulation_steps=4", "    optimizer.zero_grad()\n", "", "", []),
+        ("", "", zero, "", []),
+    ):
+        source = script.format(steps=steps, before=before, first=first, last=last)
+        found = [(f.line, f.code) for f in doctor.check_source(source) if f.code == "DDL185"]
+        assert found == expected, (steps, before, first, last, found)
+
+
 def test_a_training_step_method_called_through_the_wrappers_module():
     """Corpus 13 (seen): P5 runs `results = self.model.module.train_step(batch)` then `loss.backward()` on its
     DDP model: the forward inside train_step skips DDP's, so nothing is all-reduced and each process trains its
@@ -4615,6 +4636,25 @@ def test_a_ddp_loop_over_a_loader_that_shuffles_the_whole_dataset(tmp_path):
     assert "DDL156" not in [f.code for f in doctor.check_source(evaluated.format(data=""))]
 
 
+def test_a_ddp_loop_over_a_helpers_loader_told_to_shuffle(tmp_path):
+    """DDL156 through a project helper whose DataLoader takes `shuffle=shuffle` (rDL-SIM's get_loader_SR,
+    corpus 34): reported where the call hands it True, not where it hands nothing true (the default False)."""
+    loader = (
+        "from torch.utils.data import DataLoader\n\n\ndef get_loader(mode, batch_size, shuffle=False):\n"
+        "    return DataLoader(make_dataset(mode), batch_size=batch_size, shuffle=shuffle)\n"
+    )
+    train = (
+        DDP_HEAD + "from loaders import get_loader\nmodel = DDP(net)\n"
+        "train_loader = get_loader('train', 8, {shuffle})\nfor epoch in range(3):\n"
+        "    for x, y in train_loader:\n        F.mse_loss(model(x), y).backward()\n"
+        "        optimizer.step()\n" + DDP_TAIL
+    )
+    for shuffle, expected in (("True", ["DDL156"]), ("False", [])):
+        files = {"README.md": "", "loaders.py": loader, "train.py": train.format(shuffle=shuffle)}
+        found = check_in_project(tmp_path / shuffle, files, "train.py")
+        assert [c for c in found if c == "DDL156"] == expected, (shuffle, found)
+
+
 def test_a_set_epoch_in_a_helper_that_is_never_handed_the_sampler():
     """Corpus 23 (seen): SEDD's `cycle_loader(dataloader, sampler=None)` sets the epoch of the sampler it is
     handed, and its only call, `cycle_loader(DataLoader(train_set, sampler=train_sampler))`, hands none: the
@@ -5434,6 +5474,17 @@ def test_what_corpus_32_taught_of_one_machine(tmp_path):
         (
             {"readme.md": "torchrun --nnodes=2 --nproc_per_node=4 a/b/c/train.py\n"},
             "a/b/c/train.py",
+            True,
+        ),
+        # a master address on the loopback is this machine's (TOME's `--master_addr 127.0.0.8`, corpus 36)
+        (
+            {"run.sh": "torchrun --nproc_per_node=4 --master_addr 127.0.0.8 train.py\n"},
+            "train.py",
+            False,
+        ),
+        (
+            {"run.sh": "torchrun --nproc_per_node=4 --master_addr 10.1.2.3 train.py\n"},
+            "train.py",
             True,
         ),
     )
