@@ -586,6 +586,20 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL186": (
+        "import torch\nimport torch.distributed as dist\nfrom collections import OrderedDict\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group('nccl')\n\n\n"
+        "def update_ema(ema, model, decay=0.999):\n    ema_params = OrderedDict(ema.named_parameters())\n"
+        "    for name, param in model.named_parameters():\n        ema_params[name].mul_(decay)\n\n\n"
+        "model = DDP(net)\nfor x in loader:\n    model(x).sum().backward()\n    update_ema(ema, model)\n"
+        "dist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\nfrom collections import OrderedDict\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group('nccl')\n\n\n"
+        "def update_ema(ema, model, decay=0.999):\n    ema_params = OrderedDict(ema.named_parameters())\n"
+        "    for name, param in model.named_parameters():\n        ema_params[name].mul_(decay)\n\n\n"
+        "model = DDP(net)\nfor x in loader:\n    model(x).sum().backward()\n"
+        "    update_ema(ema, model.module)\ndist.destroy_process_group()\n",
+    ),
     "DDL185": (
         "from accelerate import Accelerator\naccelerator = Accelerator(gradient_accumulation_steps=4)\n"
         "for batch in loader:\n    with accelerator.accumulate(model):\n        optimizer.zero_grad()\n"

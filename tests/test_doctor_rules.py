@@ -2068,6 +2068,41 @@ def test_zero_grad_before_the_backward_inside_an_accumulation():
         assert found == expected, (steps, before, first, last, found)
 
 
+def test_a_forward_helper_handed_the_module_inside_the_wrapper():
+    """DDL136 (index-tts-lora, corpus 36): `forward_unified(self.model.module, batch)` runs the forward on the
+    module inside the DDP wrapper, so the backward of its loss all-reduces nothing. Not a helper handed the
+    wrapper, not one whose name says no forward."""
+    script = (
+        DDP_HEAD + "model = DDP(net)\ndef step(batch):\n{guard}    out = {call}\n"
+        "    out['loss'].backward()\n    optimizer.step()\n" + DDP_TAIL
+    )
+    for guard, call, expected in (
+        ("", "forward_unified(model.module, batch)", ["DDL136"]),
+        ("", "forward_unified(model, batch)", []),
+        ("", "count_parameters(model.module)", []),
+    ):
+        found = [f.code for f in doctor.check_source(script.format(guard=guard, call=call))]
+        assert found == expected, (call, found)
+
+
+def test_an_ema_update_that_strips_the_wrappers_prefix():
+    """DDL186 is quiet where the update strips `module.` from the names (DiCo's, corpus 36) or unwraps."""
+    script = (
+        DDP_HEAD
+        + "from collections import OrderedDict\n\n\ndef update_ema(ema, model, decay=0.999):\n"
+        "    ema_params = OrderedDict(ema.named_parameters())\n"
+        "    for name, param in model.named_parameters():\n{line}"
+        "        ema_params[name].mul_(decay)\n\n\nmodel = DDP(net)\nupdate_ema(ema, model)\n"
+        + DDP_TAIL
+    )
+    for line, expected in (
+        ("", ["DDL186"]),
+        ("        name = name.replace('module.', '')\n", []),
+    ):
+        found = [f.code for f in doctor.check_source(script.format(line=line))]
+        assert found == expected, (line, found)
+
+
 def test_a_training_step_method_called_through_the_wrappers_module():
     """Corpus 13 (seen): P5 runs `results = self.model.module.train_step(batch)` then `loss.backward()` on its
     DDP model: the forward inside train_step skips DDP's, so nothing is all-reduced and each process trains its

@@ -714,6 +714,15 @@ RULES = {
         "gradient_accumulation_steps=4, inputs 1 to 4): the gradient at the step was 2.0 with zero_grad first, "
         "5.0 (all four micro-batches) with zero_grad after the step.",
     ),
+    "DDL186": (
+        "an EMA update handed the DDP wrapper, whose parameter names carry `module.` where the EMA's do not",
+        "hand it the module inside: update_ema(ema, model.module) (DiT's train.py does)",
+        "5-wrap-the-model-in-ddp",
+        "DDP's named_parameters() are the wrapper's: `module.blocks.0.weight` for the EMA copy's "
+        "`blocks.0.weight`. An update that looks the EMA's parameters up by the model's names "
+        "(`ema_params[name].mul_(decay)...`, DiT's update_ema) raises KeyError at the first step after the "
+        "wrap (an update that zips the two lists in order is not affected).",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -984,6 +993,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL186",
         "DDL185",
         "DDL184",
         "DDL183",
@@ -4273,6 +4283,18 @@ class ForwardThroughModule(Rule):
             if direct or through and forward_named(parts[-1]):
                 self.add(call, fixable=False)
                 return  # one a function
+        # a forward helper handed the module inside (index-tts-lora's `forward_UnifiedVoice(self.model.module,
+        # mel_spec, ...)`, whose loss the step backs: corpus 36)
+        for call in calls:
+            name = last(dotted(call.func))
+            if (
+                "forward" in name.lower()
+                and any(self.unwrapped(a) for a in [*call.args, *(k.value for k in call.keywords)])
+                and not any(no_grad(p) for p in self.m.parents_of(call))
+                and self.rank_check(call) is None
+            ):
+                self.add(call, fixable=False)
+                return
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -8128,6 +8150,50 @@ class ForwardOnOneRank(WrapperAttribute):
             self.add(node, fixable=False)
 
 
+class EmaFromTheWrapper(WrapperAttribute):
+    """DDL186: `update_ema(ema, model)` after `model = DDP(model)`, where update_ema (a function of this module)
+    reads the model's named_parameters() (or state_dict()) and looks the EMA's up by those names (VDT's
+    train_ddp.py, corpus 36, a copy of DiT's train.py that dropped its `model.module`): KeyError on
+    `module.`-prefixed names."""
+
+    code = "DDL186"
+
+    def begin(self):
+        if not super().begin():
+            return False
+        self.updaters = {}
+        for f in self.m.nodes:
+            if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) or function_of(self.m, f):
+                continue
+            if "ema" not in f.name.lower():
+                continue
+            params = [a.arg for a in [*f.args.posonlyargs, *f.args.args]]
+            text = ast.unparse(f)
+            if re.search(r"['\"]module\.|\.module\b", text):
+                continue  # it strips the prefix or unwraps (DiCo's `name.replace("module.", "")`, corpus 36)
+            for i, p in enumerate(params):
+                if re.search(
+                    rf"\b{re.escape(p)}\.(named_parameters|state_dict)\(\)", text
+                ) and re.search(r"\w+\[\s*(name|k|key|n)\s*\]", text):
+                    self.updaters.setdefault(f.name, set()).add(i)
+        return bool(self.updaters)
+
+    def visit_Attribute(self, node):
+        return  # DDL125's
+
+    def visit_Call(self, node):
+        indexes = self.updaters.get(dotted(node.func))
+        if not indexes:
+            return
+        scope = self.function_of(node)
+        for i in indexes:
+            if i < len(node.args):
+                given = dotted(node.args[i])
+                if given and self.wrapped_at(given, scope, node, callers=True):
+                    self.add(node, fixable=False)
+                    return
+
+
 def cuda_indexes(joined):
     """The values an f-string puts after "cuda:" (f"cuda:{rank}")."""
     parts = joined.values
@@ -9710,6 +9776,7 @@ RULE_CLASSES = [
     WandbLogWithoutInit,
     ClipEveryMicroBatch,
     ZeroGradFirstInAccumulate,
+    EmaFromTheWrapper,
 ]
 
 
