@@ -1906,26 +1906,18 @@ def test_a_method_called_on_an_instance_is_followed_into_its_class_and_a_constru
 def test_a_sampler_built_beside_one_that_gets_set_epoch_and_never_gets_it_itself():
     """Corpus 13 (seen): TorchSemiSeg's two unlabeled loaders come from the helper that builds the labeled one,
     each with its DistributedSampler, and only the labeled sampler gets set_epoch: the unlabeled ones give the
-    same order every epoch (and CutMix mixes each image with itself). Not where each sampler gets it, where the
-    other sampler is handed on (to a function that may call it), or for an eval sampler."""
-    script = (
+    same order every epoch (and CutMix mixes each image with itself). Corpus 35: HSI_domain_adaptation builds
+    source and target DistributedSamplers side by side and gives only `source_loader.sampler` its epoch. Not
+    where each sampler (or its loader) gets it, where the other sampler is handed on (to a function that may
+    call it), or for an eval sampler."""
+    helper_built = (
         DDP_HEAD + "loader, sampler = get_train_loader(cfg, 'labeled')\n"
         "u_loader, u_sampler = get_train_loader(cfg, 'unlabeled')\n"
         "val_loader, val_sampler = get_train_loader(cfg, 'val')\n"
         "for epoch in range(10):\n    sampler.set_epoch(epoch)\n{more}\n"
         "    for x in zip(loader, u_loader):\n        pass\n" + DDP_TAIL
     )
-    bad = doctor.check_source(script.format(more=""))
-    assert [(f.line, f.code) for f in bad] == [(8, "DDL105")], bad
-    for more in ("    u_sampler.set_epoch(epoch)", "    step(u_sampler)"):
-        assert doctor.check_source(script.format(more=more)) == [], more
-
-
-def test_a_distributed_sampler_built_beside_one_whose_loader_gets_set_epoch():
-    """Corpus 35: HSI_domain_adaptation builds source and target DistributedSamplers side by side and gives
-    only `source_loader.sampler` its epoch: the target data comes in one order every epoch. Not where the
-    target's loader gets it too, where its sampler is handed on, or for an eval sampler."""
-    script = (
+    side_by_side = (
         DDP_HEAD
         + "def build_loader(ds, sampler):\n    return DataLoader(ds, batch_size=8, sampler=sampler)\n"
         "def main():\n    source_sampler = DistributedSampler(source, shuffle=True)\n"
@@ -1938,14 +1930,22 @@ def test_a_distributed_sampler_built_beside_one_whose_loader_gets_set_epoch():
         "        for x, y in zip(source_loader, target_loader):\n            step(x, y)\n"
         "main()\n" + DDP_TAIL
     )
-    bad = doctor.check_source(script.format(more=""))
-    assert [(f.line, f.code) for f in bad] == [(11, "DDL105")], bad
-    for more in (
-        "        target_loader.sampler.set_epoch(epoch)\n",
-        "        target_sampler.set_epoch(epoch)\n",
-        "        reshuffle(target_sampler)\n",
+    for script, line, fixes in (
+        (helper_built, 8, ("    u_sampler.set_epoch(epoch)", "    step(u_sampler)")),
+        (
+            side_by_side,
+            11,
+            (
+                "        target_loader.sampler.set_epoch(epoch)\n",
+                "        target_sampler.set_epoch(epoch)\n",
+                "        reshuffle(target_sampler)\n",
+            ),
+        ),
     ):
-        assert doctor.check_source(script.format(more=more)) == [], more
+        bad = doctor.check_source(script.format(more=""))
+        assert [(f.line, f.code) for f in bad] == [(line, "DDL105")], bad
+        for more in fixes:
+            assert doctor.check_source(script.format(more=more)) == [], more
 
 
 def test_a_collective_on_a_tensor_made_in_its_own_call():

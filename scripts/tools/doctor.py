@@ -2983,13 +2983,7 @@ class SamplerWithoutSetEpoch(CallRule):
         TorchSemiSeg's `unsupervised_train_loader_0, unsupervised_train_sampler_0 = get_train_loader(...)`
         beside `train_loader, train_sampler = get_train_loader(...)`, only `train_sampler.set_epoch(epoch)`: the
         unlabeled samplers repeat one order every epoch (corpus 13, seen)."""
-        epoched = {
-            dotted(n.func.value)
-            for n in self.m.nodes
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "set_epoch"
-        }
+        epoched = self.epoched
         built = []  # (the helper, the tuple position, the name, the assignment)
         for node in self.m.nodes:
             if (
@@ -6873,10 +6867,7 @@ class MeanLossOverSamples(Rule):
         params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
         if callee in params and re.search(r"crit|loss", callee, re.I):
             # handed in: a mean unless the repository asks for a sum anywhere
-            return self.m.root is not None and not any(
-                re.search(r"reduction\s*=\s*['\"]sum", Project.text(page))
-                for page in Project.pages(self.m.root, (".py",))
-            )
+            return self.m.root is not None and not Project.asks_for_a_sum(self.m.root)
         return False
 
     def constructed(self, name):
@@ -10399,6 +10390,15 @@ class Project:
                     if not name.endswith(".py") or re.search(r"lightning|strategy", text, re.I):
                         said |= strategies_in(text)
         return said
+
+    @staticmethod
+    @functools.cache
+    def asks_for_a_sum(root):
+        """Whether a Python file of the repository makes a loss with reduction="sum" (DDL181): read once a run."""
+        return any(
+            re.search(r"reduction\s*=\s*['\"]sum", Project.text(page))
+            for page in Project.pages(root, (".py",))
+        )
 
     @staticmethod
     @functools.cache
