@@ -586,6 +586,18 @@ CASES = {
         "optimizer = torch.optim.AdamW(model.parameters())\nfor x, y in loader:\n"
         "    loss_fn(model(x), y).backward()\n    optimizer.step()\nmodel = model.module\n",
     ),
+    "DDL187": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "for epoch in range(10):\n    loss = train_one_epoch(model)\n"
+        "    if dist.get_rank() == 0:\n        runner.save_parameters(f'epoch{epoch}')\n"
+        "    if loss < best:\n        best = loss\n        runner.save_parameters('best')\n"
+        "dist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "for epoch in range(10):\n    loss = train_one_epoch(model)\n"
+        "    if dist.get_rank() == 0:\n        runner.save_parameters(f'epoch{epoch}')\n"
+        "    if loss < best and dist.get_rank() == 0:\n        best = loss\n"
+        "        runner.save_parameters('best')\ndist.destroy_process_group()\n",
+    ),
     "DDL186": (
         "import torch\nimport torch.distributed as dist\nfrom collections import OrderedDict\n"
         "from torch.nn.parallel import DistributedDataParallel as DDP\ndist.init_process_group('nccl')\n\n\n"

@@ -6022,3 +6022,141 @@ def test_a_value_only_rank_0_updates_then_every_rank_tests():
         "arg in ('--node_rank',)",
     ):
         assert "DDL179" not in codes_of(script, **{**bad, "guard": guard})
+
+
+def test_an_evaluation_piled_up_from_a_sharded_loader():
+    """DDL124, corpus 31 (seen): the loader's shard shows only in how it is made or fed its epoch (dtmol's
+    `self.eval_ds.dataloader.sampler.set_epoch(epoch)`, LESS's helper that gives every split a
+    DistributedSampler), and the per-batch values pile up in Python lists under names no metric word marks
+    (`rmsds += rmsd.tolist()`, `iou_cum += iou`), then rank 0 logs their mean. Quiet where the piles are
+    all-reduced, where every rank logs with its rank in the line, and where a later message reuses the name."""
+    script = (
+        DDP_HEAD + "import numpy as np\nmodel = DDP(net)\n"
+        "def get_loader(dataset, split):\n    sampler = DistributedSampler(dataset)\n"
+        "    return DataLoader(dataset, sampler=sampler)\n"
+        "train_loader = get_loader(train_set, 'train')\nval_loader = get_loader(val_set, 'val')\n"
+        "def evaluate(model, val_loader):\n    rmsds, iou_cum = [], 0\n    for batch in val_loader:\n"
+        "        rmsd, iou = model(batch)\n        rmsds += rmsd.tolist()\n        iou_cum += iou\n"
+        "    mean_rmsd = np.mean(rmsds)\n{reduce}    msg = f'mean rmsd {{mean_rmsd:.4f}}'\n"
+        "    if dist.get_rank() == 0:\n        logger.info({shown})\n"
+        "for epoch in range(10):\n    train_loader.sampler.set_epoch(epoch)\n    evaluate(model, val_loader)\n"
+        + DDP_TAIL
+    )
+    bad = {"reduce": "", "shown": "msg"}
+    assert "DDL124" in codes_of(script, **bad)
+    assert "DDL124" in codes_of(script, **{**bad, "shown": "iou_cum / len(val_loader)"})
+    reduced = "    t = torch.tensor([mean_rmsd])\n    dist.all_reduce(t)\n"
+    assert "DDL124" not in codes_of(script, **{**bad, "reduce": reduced})
+    assert "DDL124" not in codes_of(script, **{**bad, "shown": "f'rank {dist.get_rank()}: {msg}'"})
+    rebound = "    msg = 'evaluated'\n"
+    assert "DDL124" not in codes_of(
+        script.replace("    if dist.get_rank()", rebound + "    if dist.get_rank()"), **bad
+    )
+    # a helper whose sampler is the training split's alone: the validation loader is whole on every rank
+    whole = script.replace(
+        "    sampler = DistributedSampler(dataset)\n",
+        "    sampler = DistributedSampler(dataset) if split == 'train' else None\n",
+    )
+    assert "DDL124" not in codes_of(whole, **bad)
+    # the epoch given to the evaluation loader's own sampler says it is sharded, with no helper in sight
+    epoched = script.replace(
+        "    sampler = DistributedSampler(dataset)\n", "    sampler = make_sampler(dataset)\n"
+    )
+    assert "DDL124" not in codes_of(epoched, **bad)
+    epoched = epoched.replace(
+        "    evaluate(model", "    val_loader.sampler.set_epoch(epoch)\n    evaluate(model"
+    )
+    assert "DDL124" in codes_of(epoched, **bad)
+
+
+def test_a_set_epoch_made_once_before_a_loop_of_steps():
+    """DDL105, corpus 31 (seen): gcr_lerobot_2 sets the epoch only in its resume branch, then draws every batch
+    with next() from a cycled loader in `while step < cfg.steps:`: every pass after the first repeats the first
+    order. Its `list(sampler)` (reading the order) no longer hides the sampler. Quiet where the loop over steps
+    sets the epoch when one rolls over, and where the set_epoch is a function's that iterates the loader itself
+    (its caller runs it once an epoch)."""
+    script = (
+        DDP_HEAD + "model = DDP(net)\ndef train(cfg, step):\n"
+        "    sampler = DistributedSampler(dataset, shuffle=True)\n"
+        "    loader = DataLoader(dataset, sampler=sampler)\n    it = cycle(loader)\n"
+        "    if cfg.resume:\n        sampler.set_epoch(0)\n        order = list(sampler)\n"
+        "    while step < cfg.steps:\n        batch = next(it)\n{roll}"
+        "        F.mse_loss(model(batch), batch).backward()\n        step += 1\n" + DDP_TAIL
+    )
+    assert codes_of(script, roll="").count("DDL105") == 1
+    roll = (
+        "        if step % len(loader) == 0:\n            sampler.set_epoch(step // len(loader))\n"
+    )
+    assert "DDL105" not in codes_of(script, roll=roll)
+    per_epoch = (
+        DDP_HEAD + "model = DDP(net)\nsampler = DistributedSampler(dataset)\n"
+        "loader = DataLoader(dataset, sampler=sampler)\n"
+        "def train_one_epoch(epoch):\n    sampler.set_epoch(epoch)\n    for batch in loader:\n"
+        "        F.mse_loss(model(batch), batch).backward()\n"
+        "for epoch in range(10):\n    train_one_epoch(epoch)\n" + DDP_TAIL
+    )
+    assert "DDL105" not in codes_of(per_epoch)
+
+
+def test_a_sampler_helper_whose_loader_is_handed_on_in_a_repository_that_never_sets_an_epoch(
+    tmp_path,
+):
+    """DDL105, corpus 29 (seen): DiffuSeq's load_data_text builds a DistributedSampler and returns an endless
+    generator over its loader, which train.py hands to a training class; no Python file of the repository calls
+    set_epoch. Reported at the call, with where the sampler is. Quiet where any file of the repository sets an
+    epoch (the class may)."""
+    data = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def load_data(dataset, split='train'):\n    sampler = DistributedSampler(dataset)\n"
+        "    loader = DataLoader(dataset, sampler=sampler)\n    while True:\n        yield from loader\n"
+    )
+    script = (
+        DDP_HEAD + "from data import load_data\nfrom loop import TrainLoop\nmodel = DDP(net)\n"
+        "data = load_data(train_set, split='train')\nTrainLoop(model=model, data=data).run_loop()\n"
+        + DDP_TAIL
+    )
+    for i, (loop, expected) in enumerate(
+        (
+            ("def step(data): next(data)\n", True),
+            ("def step(data): data.sampler.set_epoch(1)\n", False),
+        )
+    ):
+        files = {".git/HEAD": "", "data.py": data, "loop.py": loop, "train.py": script}
+        found = check_in_project(tmp_path / f"d{i}", files, "train.py", where=True)
+        assert ((10, "DDL105") in found) is expected, (loop, found)
+
+
+def test_a_batch_skipped_in_a_loop_handed_a_ddp_model():
+    """DDL134, corpus 27 (seen): IMS-Toucan's train loop is handed `net`, and only `isinstance(net,
+    DistributedDataParallel)` shows its caller wrapped it; a NaN loss skips the batch on that rank alone."""
+    loop = (
+        "import torch\n\ndef train_loop(net, loader, optimizer):\n"
+        "    if {test}:\n        model = net.module\n    else:\n        model = net\n"
+        "    for batch in loader:\n        loss = net(batch)\n"
+        "        if torch.isnan(loss):\n            continue\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+    )
+    assert "DDL134" in codes_of(
+        loop, test="isinstance(net, torch.nn.parallel.DistributedDataParallel)"
+    )
+    assert "DDL134" not in codes_of(loop, test="hasattr(net, 'module')")
+
+
+def test_a_save_guarded_in_one_place_and_made_on_every_rank_in_another():
+    """DDL187, corpus 32 (seen): scope-recommendation saves `self.actor_critic.save_parameters(...)` under
+    `if self.accelerator.is_main_process:` after each epoch, then again for the best loss with no check. Quiet
+    for the saves every process must make (accelerate's save_state), for a helper that checks the rank itself,
+    and for a file named by the rank."""
+    script = (
+        ACCELERATE_HEAD + "{helper}for epoch in range(10):\n    loss = train_one_epoch(model)\n"
+        "    if accelerator.is_main_process:\n        {call}('epoch')\n"
+        "    if loss < best:\n        best = loss\n        {call}({path})\n"
+    )
+    bad = {"helper": "", "call": "self.actor_critic.save_parameters", "path": "'best'"}
+    assert "DDL187" in codes_of(script, **bad)
+    assert "DDL187" not in codes_of(script, **{**bad, "call": "accelerator.save_state"})
+    assert "DDL187" not in codes_of(script, **{**bad, "path": "f'best{accelerator.process_index}'"})
+    writes = "def save_model(path):\n    torch.save(model.state_dict(), path)\n"
+    checks = "def save_model(path):\n    if accelerator.is_main_process:\n        torch.save(model, path)\n"
+    assert "DDL187" in codes_of(script, **{**bad, "helper": writes, "call": "save_model"})
+    assert "DDL187" not in codes_of(script, **{**bad, "helper": checks, "call": "save_model"})

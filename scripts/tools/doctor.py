@@ -22,6 +22,7 @@ resolved), not types, so a helper that hides a collective behind another name is
 
 import argparse
 import ast
+import builtins
 import copy
 import functools
 import io
@@ -723,6 +724,15 @@ RULES = {
         "(`ema_params[name].mul_(decay)...`, DiT's update_ema) raises KeyError at the first step after the "
         "wrap (an update that zips the two lists in order is not affected).",
     ),
+    "DDL187": (
+        "a save the script makes under a rank check in one place and on every rank in another",
+        "make it under the same check (`if rank == 0:`, accelerator.is_main_process) here too",
+        "11-save-from-rank-0-without-the-module-prefix",
+        "The script itself says the call must run on one process: it guards it by the rank in one place. "
+        "Where it makes the same call unguarded (the best checkpoint after the epoch's, a last export), every "
+        "process writes the same file at once: a torn or clobbered checkpoint, or one rank's half-written file "
+        "read back by another.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -993,6 +1003,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL187",
         "DDL186",
         "DDL185",
         "DDL184",
@@ -1945,6 +1956,8 @@ class Checker:
             if (
                 callee not in defined
                 and callee != "DataLoader"
+                # `list(sampler)` reads its order (gcr_lerobot_2's resume, corpus 31): no epoch set there
+                and not (isinstance(call.func, ast.Name) and hasattr(builtins, callee))
                 and any(dotted(a) in names for a in passed if dotted(a))
                 and not self.builds_a_loader_only(dotted(call.func))
             ):
@@ -2825,6 +2838,8 @@ class SamplerWithoutSetEpoch(CallRule):
                 or self.epoch_never_reaches_a_sampler
                 or self.epoch_never_moves
                 or self.left_out(call)
+                or self.epoch_set_before_the_steps
+                and call is self.first_sampler(call)
             )
             and self.m.shuffles(call)
             and not self.epoched_by_a_trainer()
@@ -2833,15 +2848,19 @@ class SamplerWithoutSetEpoch(CallRule):
             self.add(call)
 
     @functools.cached_property
-    def epoched(self):
-        """What the module's set_epoch calls are made on: `train_sampler`, `loader.sampler`."""
-        return {
-            dotted(n.func.value)
+    def set_epoch_calls(self):
+        return [
+            n
             for n in self.m.nodes
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and n.func.attr == "set_epoch"
-        }
+        ]
+
+    @functools.cached_property
+    def epoched(self):
+        """What the module's set_epoch calls are made on: `train_sampler`, `loader.sampler`."""
+        return {dotted(n.func.value) for n in self.set_epoch_calls}
 
     def gets_its_epoch(self, sampler):
         """Whether a sampler's name, or a loader built on it (`loader = DataLoader(ds, sampler=s)`, or a helper
@@ -2893,18 +2912,62 @@ class SamplerWithoutSetEpoch(CallRule):
             for n in beside
         )
 
+    def first_sampler(self, call):
+        """The first DistributedSampler built in the function of `call` (one finding, however often a resume
+        builds it again)."""
+        function = self.function_of(call)
+        return min(
+            (
+                n
+                for n in self.m.nodes
+                if isinstance(n, ast.Call)
+                and last(dotted(n.func)) == "DistributedSampler"
+                and self.function_of(n) is function
+            ),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+
+    @functools.cached_property
+    def epoch_set_before_the_steps(self):
+        """Every set_epoch of the module is made once, before a loop of steps that draws its batches with
+        next() (`while step < cfg.steps: batch = next(dataloader_iter)` over a cycled loader), outside any loop:
+        every pass over the data after the first repeats its order (gcr_lerobot_2's set_epoch only in its
+        resume branch, corpus 31). Not a loop over the loader itself (`train_one_epoch`'s, which its caller
+        runs once an epoch)."""
+        calls = self.set_epoch_calls
+        for call in calls:
+            function = self.function_of(call)
+            if function is None:
+                return False
+            for parent in self.m.parents_of(call):
+                if parent is function:
+                    break
+                if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+                    return False
+            steps = [
+                loop
+                for loop in scope_nodes(function)
+                if isinstance(loop, (ast.While, ast.For))
+                and loop.lineno > call.lineno
+                and (
+                    isinstance(loop, ast.While)
+                    or "range" in dotted(getattr(loop.iter, "func", ast.Pass()))
+                )
+                and any(
+                    isinstance(n, ast.Call) and dotted(n.func) == "next" for n in ast.walk(loop)
+                )
+                and self.trains_deep(loop.body)
+            ]
+            if not steps:
+                return False
+        return bool(calls)
+
     @functools.cached_property
     def epoch_never_moves(self):
         """Every set_epoch of the module is given the same value each epoch: a constant, or a name its loop never
         binds again (CuiJiali-CV's pytorch-ddp, `train_dl.sampler.set_epoch(global_step)` with `global_step = 0`
         before the loop and never counted; corpus 30). Every epoch then shuffles as the first did."""
-        calls = [
-            n
-            for n in self.m.nodes
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "set_epoch"
-        ]
+        calls = self.set_epoch_calls
         for call in calls:
             value = call.args[0] if call.args else None
             loops = []
@@ -2932,13 +2995,7 @@ class SamplerWithoutSetEpoch(CallRule):
         """Every set_epoch of the module is on a parameter of a function (`def cycle_loader(dataloader,
         sampler=None): ... sampler.set_epoch(...)`) that no call of it in the module passes (SEDD's
         `cycle_loader(DataLoader(train_set, sampler=train_sampler))`, corpus 23, seen): no sampler gets it."""
-        calls = [
-            n
-            for n in self.m.nodes
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == "set_epoch"
-        ]
+        calls = self.set_epoch_calls
         for call in calls:
             function = self.function_of(call)
             owner = dotted(call.func.value)
@@ -3075,7 +3132,11 @@ class SamplerWithoutSetEpoch(CallRule):
                 for n in ast.walk(loop)
                 if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in {*bound, *kept}
             ]
-            if not inside or "set_epoch" in Project.text(where[0]):
+            if "set_epoch" in Project.text(where[0]):
+                continue
+            # not iterated here: handed on (DiffuSeq's `TrainLoop(data=load_data_text(...))`, corpus 29), where
+            # no Python file of the repository sets an epoch at all
+            if not inside and (m.root is None or Project.sets_epochs(m.root) or not bound):
                 continue
             handed = {  # what the loop hands them to: its own set_epoch would count
                 dotted(c.func)
@@ -3873,7 +3934,22 @@ class SkipOnLocalCondition(Rule):
         return False
 
     def begin(self):
-        return self.m.wraps_in_ddp or self.m.uses_accelerate
+        return self.m.wraps_in_ddp or self.m.uses_accelerate or self.handed_ddp()
+
+    def handed_ddp(self):
+        """A function that tests whether the model it is handed is DDP (`if isinstance(net,
+        DistributedDataParallel): model = net.module`): its caller wraps it (IMS-Toucan's train loops, corpus
+        27)."""
+        return any(
+            isinstance(n, ast.Call)
+            and dotted(n.func) == "isinstance"
+            and len(n.args) == 2
+            and any(
+                last(dotted(t)) in ("DistributedDataParallel", "DDP")
+                for t in (n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]])
+            )
+            for n in self.m.nodes
+        )
 
     def counted_on_one_rank(self, test, loop):
         """Whether the test reads a name the loop sets only under a rank check: an early-stopping count kept on
@@ -7138,6 +7214,99 @@ class ZeroGradFirstInAccumulate(ClipEveryMicroBatch):
             self.add(node, fixable=False)
 
 
+# a call that writes a file by its name: `save_parameters`, `dump_results`, `export_onnx`, `to_csv` (DDL187)
+SAVING = re.compile(r"save|dump|export|to_csv|to_json|to_parquet", re.I)
+# owners whose save every process must call (it gathers shards, or picks the writer itself): accelerate's
+# save_state, Lightning's trainer and Fabric, DeepSpeed's engine, torch.distributed.checkpoint, a project's
+# checkpoint manager or saver (torchtitan's `checkpoint.save(step)` in flame, corpus 28); the library's writes
+SAVES_TOGETHER = re.compile(
+    r"(^|\.)(accelerator|fabric|trainer|\w*engine|dcp|dist|\w*checkpoint\w*|\w*ckpt\w*|\w*saver|\w*manager|"
+    r"torch|np|numpy|json|pickle|os|shutil|sys|logger|logging)$",
+    re.I,
+)
+
+
+class WriteGuardedElsewhere(WriteOnEveryRank):
+    """DDL187: the same saving call (`self.actor_critic.save_parameters(...)`, `save_checkpoint(...)` of the
+    project) made as a statement under a rank check in one place of the module and with none in another
+    (scope-recommendation's best-loss save after its main-process epoch save, corpus 32). Not the library's own
+    writes (DDL107's), not the saves every process must call (a checkpoint manager's, accelerate's save_state),
+    not a helper or an object that checks the rank or joins a collective itself, not a file named by the rank or
+    by the loop's item (each rank its own samples: diffusers' class images)."""
+
+    code = "DDL187"
+
+    def check(self, call, name, callee):
+        pass  # DDL107's reading, not its findings
+
+    def begin(self):
+        return self.m.distributed or self.m.uses_accelerate
+
+    def end(self):
+        groups = {}
+        for n in self.m.nodes:
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(self.m.parent.get(n), ast.Expr)  # a write, not `text = cfg.dump()`
+                and SAVING.search(last(dotted(n.func)))
+            ):
+                groups.setdefault(dotted(n.func), []).append(n)
+        instances = project_instances(self.m)
+        for name, calls in groups.items():
+            owner = name.rpartition(".")[0]
+            if SAVES_TOGETHER.search(owner) or last(name) in ("save_state", "save_checkpoint"):
+                continue
+            if not (self.plain_helper(name) if not owner else self.plain_owner(owner, instances)):
+                continue
+            guarded = [c for c in calls if self.m.guarded(c, per_node_too=True)]
+            if not guarded:
+                continue
+            for call in calls:
+                given = [*call.args, *(k.value for k in call.keywords)]
+                if (
+                    call not in guarded
+                    and not self.m.never_distributed(call)
+                    and not self.in_test(call)
+                    and not PER_RANK.search(ast.unparse(call))
+                    and not any(self.per_item(call, a) for a in given)
+                    and not SAVING.search(getattr(self.function_of(call), "name", ""))
+                ):
+                    self.add(call, fixable=False)
+
+    RANK_AWARE = re.compile(
+        r"rank|is_main|main_process|master|barrier|reduce|gather|broadcast", re.I
+    )
+
+    def plain_helper(self, name):
+        """A function of this module or the project that writes and leaves the rank to its caller: no rank
+        test, collective or barrier in it."""
+        local = self.m.reductions.defined.get(name)
+        if local is not None:
+            text = ast.unparse(local)
+        elif name in self.m.project.defined:
+            text = Project.source_of(*self.m.project.defined[name])
+        else:
+            return False
+        return bool(text) and not self.RANK_AWARE.search(text)
+
+    def plain_owner(self, owner, instances):
+        """An object that is not told the rank where it is made (voltron's `CheckpointSaver(...,
+        is_rank_zero=...)`), whose class, where the project defines it, checks no rank itself."""
+        made = [
+            n.value
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and owner in {dotted(t) for t in n.targets}
+        ]
+        if any(self.RANK_AWARE.search(ast.unparse(value)) for value in made):
+            return False
+        return not any(
+            self.RANK_AWARE.search(Project.source_of(module, name))
+            for module, name in instances.get(owner, ())
+        )
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -7473,6 +7642,18 @@ EVAL_METRIC = re.compile(
 )
 
 
+# a test that picks a loader's split (`if split == "train":`, `if is_train`): a sampler under it is not every
+# split's
+SPLIT_TEST = re.compile(r"split|train|mode|phase|shuffle", re.I)
+
+
+def mentions_any(node, names):
+    """Whether an expression reads one of the dotted `names`."""
+    return any(
+        isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) in names for n in ast.walk(node)
+    )
+
+
 # a message that says it reports an evaluation: "test images", "Validation", "eval" (DDL124)
 EVAL_TEXT = re.compile(r"\b(val|valid|validation|test|eval|evaluation)\b", re.I)
 
@@ -7488,7 +7669,168 @@ class UnreducedEvalLog(Rule):
     def begin(self):
         self.shown = []
         sharded = self.eval_sharded()  # binds main_loggers too
-        return self.m.distributed and (sharded or self.m.called_eval_sharded)
+        self.by_name = sharded or self.m.called_eval_sharded
+        self.piles = self.shard_piles() if self.m.distributed else []
+        return self.m.distributed and (self.by_name or bool(self.piles))
+
+    def sharded_eval_loaders(self):
+        """The evaluation loaders this module shards: name -> the functions (None: the module) that bind it so.
+        One whose sampler gets its epoch (`self.eval_ds.dataloader.sampler.set_epoch(epoch)`: dtmol's, corpus
+        31), and one bound to a DataLoader given a DistributedSampler, to prepare() or setup_dataloaders(), or
+        to what a helper returns that builds a DistributedSampler for every split (LESS's `get_dataloader(...,
+        "val", args)`, corpus 31)."""
+        found = {}
+        for node in self.m.nodes:
+            names = []
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "set_epoch"
+            ):
+                holder = dotted(node.func.value)
+                for suffix in (".dataloader.sampler", ".batch_sampler.sampler", ".sampler"):
+                    if holder.endswith(suffix):
+                        names.append(holder[: -len(suffix)])
+                        break
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                if self.shards(node.value):
+                    names += [
+                        dotted(t)
+                        for target in node.targets
+                        for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                    ]
+            for name in names:
+                if name and names_eval_only(last(name)):
+                    found.setdefault(name, set()).add(self.function_of(node))
+        return found
+
+    def loops_over_a_shard(self, loop, loaders):
+        """Whether a loop iterates a sharded evaluation loader: an attribute so bound anywhere
+        (`self.eval_ds`), a name bound so in the loop's own function (or at module level, where the function
+        binds none), or a parameter named as a loader the module shards (LESS's `evaluate_one_epoch(net,
+        val_dataloader, ...)`)."""
+        source = loop.iter
+        while (
+            isinstance(source, ast.Call)
+            and last(dotted(source.func)) in ("enumerate", "tqdm", "iter")
+            and source.args
+        ):
+            source = source.args[0]
+        name = dotted(source)
+        if not name or not isinstance(source, (ast.Name, ast.Attribute)):
+            return False
+        if isinstance(source, ast.Attribute):
+            return name in loaders
+        function = self.function_of(loop)
+        if function is None:
+            return None in loaders.get(name, ())
+        parameters = {a.arg for a in [*function.args.posonlyargs, *function.args.args]}
+        if name in parameters | {a.arg for a in function.args.kwonlyargs}:
+            return name in loaders
+        if assignments_to(function, name):
+            return function in loaders.get(name, ())
+        return None in loaders.get(name, ())
+
+    def shards(self, call):
+        callee = dotted(call.func)
+        if last(callee) in ("prepare", "setup_dataloaders"):
+            return True
+        if last(callee) == "DataLoader":
+            given = keyword(call, "sampler")
+            if isinstance(
+                given, ast.Name
+            ):  # bound in the same function (TextBrewer's two `eval_sampler`s)
+                scope = self.function_of(call) or self.m.tree
+                given = [
+                    a.value for a in assignments_to(scope, given.id) if isinstance(a, ast.Assign)
+                ]
+            return any(
+                isinstance(n, ast.Call) and last(dotted(n.func)) == "DistributedSampler"
+                for value in (given if isinstance(given, list) else [given])
+                if value is not None
+                for n in ast.walk(value)
+            )
+        if callee in self.m.project.eval_sampler_helpers:
+            return True
+        helper = self.m.reductions.defined.get(last(callee))
+        return helper is not None and any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func)) == "DistributedSampler"
+            and not any(
+                isinstance(p, (ast.If, ast.IfExp)) and SPLIT_TEST.search(ast.unparse(p.test))
+                for p in self.m.parents_of(n)
+            )
+            for n in ast.walk(helper)
+        )
+
+    def shard_piles(self):
+        """(function, loop, names) of each loop over a sharded evaluation loader whose per-batch values pile up
+        in Python (`ious.append(iou)`, `iou_cum += iou`), with the names made from the piles after the loop
+        (`miou = np.mean(ious)`, `msg = f"... {miou}"`); none in a function that reduces or gathers anything."""
+        loaders = self.sharded_eval_loaders()
+        piles = []
+        for loop in self.m.nodes:
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            if not self.loops_over_a_shard(loop, loaders):
+                continue
+            function = self.function_of(loop)
+            if function is None or any(
+                isinstance(n, ast.Call)
+                and (
+                    reduces(n)
+                    or "sync" in last(dotted(n.func)).lower()
+                    or dotted(n.func) in self.m.project.collective_helpers
+                )
+                for n in ast.walk(function)
+            ):
+                continue
+            started = {
+                dotted(t)
+                for n in ast.walk(function)
+                if isinstance(n, ast.Assign) and n.lineno < loop.lineno
+                for target in n.targets
+                for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+            }
+            names = set()
+            for n in (n for s in loop.body for n in ast.walk(s)):
+                if (
+                    isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and n.func.attr in ("append", "extend")
+                ):
+                    names.add(dotted(n.func.value))
+                if (
+                    isinstance(n, ast.AugAssign)
+                    and isinstance(n.op, ast.Add)
+                    and not isinstance(n.value, ast.Constant)
+                ):
+                    names.add(dotted(n.target))
+            names = {n for n in names if n and n in started}
+            # the bindings after the loop made from a pile, in the order of the source: `msg = f"{miou}"`
+            # counts until `msg` is bound to something else (dtmol's second evaluation reuses `msg`)
+            made, now = set(), {}
+            after = sorted(
+                (
+                    n
+                    for n in ast.walk(function)
+                    if isinstance(n, (ast.Assign, ast.AugAssign)) and n.lineno > loop.end_lineno
+                ),
+                key=lambda n: n.lineno,
+            )
+            for n in after:
+                piled = mentions_any(n.value, names | {k for k, v in now.items() if v})
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for target in targets:
+                    for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        if isinstance(n, ast.AugAssign):  # `msg += ...` keeps what msg was
+                            piled = piled or now.get(dotted(t), False)
+                        now[dotted(t)] = piled
+                if piled:
+                    made.add(n)
+            if names:
+                piles.append((function, loop, names, made))
+        return piles
 
     def eval_sharded(self):
         self.main_loggers = {  # print0(...): a function of this module that logs on one rank only
@@ -7552,16 +7894,25 @@ class UnreducedEvalLog(Rule):
             and any(WORLD_SIZE.search(w) or w == "num_processes" for w in words)
         )
 
+    def main_only(self, node):
+        """A call that runs on the main process alone: accelerate's and Lightning Fabric's print and log, a
+        logging function of this module that checks the rank, print where the script silences the others."""
+        callee = last(dotted(node.func))
+        return (
+            dotted(node.func).startswith(
+                ("accelerator.", "self.accelerator.", "fabric.", "self.fabric.")
+            )
+            or callee in self.main_loggers
+            or callee == "print"
+            and self.print_silenced
+        )
+
     def visit_Call(self, node):
         callee = last(dotted(node.func))
-        # accelerate's and Lightning Fabric's print and log run on the main process alone
-        main_only = dotted(node.func).startswith(
-            ("accelerator.", "self.accelerator.", "fabric.", "self.fabric.")
-        )
-        main_only = main_only or callee in self.main_loggers
-        main_only = main_only or callee == "print" and self.print_silenced
+        if not self.by_name:
+            return
         if (callee in LOGGERS or callee in self.main_loggers) and (
-            main_only or self.m.guarded(node)
+            self.main_only(node) or self.m.guarded(node)
         ):
             # `writer.add_scalar("valid_loss", loss_per_word, step)`: the tag names the value a metric
             # (Retro3D's, corpus 29)
@@ -7580,12 +7931,46 @@ class UnreducedEvalLog(Rule):
             self.shown.append((node, unreduced))
 
     def end(self):
+        for function, loop, names, made in self.piles:  # one finding an evaluation loop
+            shown = [
+                call
+                for call in ast.walk(function)
+                if isinstance(call, ast.Call)
+                and call.lineno > loop.end_lineno
+                and self.logs(call)
+                and "rank" not in ast.unparse(call).lower()  # labelled per rank
+                and (self.main_only(call) or self.m.guarded(call))
+                and self.piled_in(call, function, names, made)
+            ]
+            if shown and not any(node in shown for node, _ in self.shown):
+                first = min(shown, key=lambda n: (n.lineno, n.col_offset))
+                self.shown.append((first, {f"{loop.lineno}:pile"}))
         # once a metric: one reduction of its sums (tango's six lines)
         self.add_first_of_each(self.shown)
+
+    @staticmethod
+    def piled_in(call, function, names, made):
+        """The names a call shows that are a pile itself, or whose last binding before the call is made
+        from one."""
+        shown = set()
+        for n in ast.walk(call):
+            if not isinstance(n, (ast.Name, ast.Attribute)):
+                continue
+            name = dotted(n)
+            bindings = [b for b in assignments_to(function, name) if b.lineno < call.lineno]
+            if name in names or bindings and max(bindings, key=lambda b: b.lineno) in made:
+                shown.add(name)
+        return shown
+
+    def logs(self, call):
+        callee = last(dotted(call.func))
+        return callee in LOGGERS or callee in self.main_loggers or callee.startswith("log_")
 
     def visit_If(self, node):
         """`if valid_loss < best_loss:` under a rank check: rank 0 keeps its own shard's best (AcademiCodec's
         SoundStream, corpus 15)."""
+        if not self.by_name:
+            return
         if (
             isinstance(node.test, ast.Compare)
             and isinstance(node.test.ops[0], (ast.Lt, ast.Gt, ast.LtE, ast.GtE))
@@ -9768,6 +10153,7 @@ RULE_CLASSES = [
     ClipEveryMicroBatch,
     ZeroGradFirstInAccumulate,
     EmaFromTheWrapper,
+    WriteGuardedElsewhere,
 ]
 
 
@@ -10390,6 +10776,12 @@ class Project:
                     if not name.endswith(".py") or re.search(r"lightning|strategy", text, re.I):
                         said |= strategies_in(text)
         return said
+
+    @staticmethod
+    @functools.cache
+    def sets_epochs(root):
+        """Whether a Python file of the repository calls set_epoch (DDL105): read once a run."""
+        return any("set_epoch(" in Project.text(page) for page in Project.pages(root, (".py",)))
 
     @staticmethod
     @functools.cache
