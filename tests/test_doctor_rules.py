@@ -6104,7 +6104,7 @@ def test_a_sampler_helper_whose_loader_is_handed_on_in_a_repository_that_never_s
     """DDL105, corpus 29 (seen): DiffuSeq's load_data_text builds a DistributedSampler and returns an endless
     generator over its loader, which train.py hands to a training class; no Python file of the repository calls
     set_epoch. Reported at the call, with where the sampler is. Quiet where any file of the repository sets an
-    epoch (the class may)."""
+    epoch (the class may), and in a data module that returns the loader (OpenSTL's, corpus 27)."""
     data = (
         "from torch.utils.data import DataLoader, DistributedSampler\n"
         "def load_data(dataset, split='train'):\n    sampler = DistributedSampler(dataset)\n"
@@ -6121,9 +6121,18 @@ def test_a_sampler_helper_whose_loader_is_handed_on_in_a_repository_that_never_s
             ("def step(data): data.sampler.set_epoch(1)\n", False),
         )
     ):
-        files = {".git/HEAD": "", "data.py": data, "loop.py": loop, "train.py": script}
+        module = "from data import load_data\ndef train_data(ds):\n    data = load_data(ds)\n    return data\n"
+        files = {
+            ".git/HEAD": "",
+            "data.py": data,
+            "loop.py": loop,
+            "train.py": script,
+            "datamodule.py": module,
+        }
         found = check_in_project(tmp_path / f"d{i}", files, "train.py", where=True)
         assert ((10, "DDL105") in found) is expected, (loop, found)
+        # a data module that hands the loader back to its caller runs no process group itself
+        assert "DDL105" not in check_in_project(tmp_path / f"d{i}", files, "datamodule.py")
 
 
 def test_a_batch_skipped_in_a_loop_handed_a_ddp_model():

@@ -3134,9 +3134,12 @@ class SamplerWithoutSetEpoch(CallRule):
             ]
             if "set_epoch" in Project.text(where[0]):
                 continue
-            # not iterated here: handed on (DiffuSeq's `TrainLoop(data=load_data_text(...))`, corpus 29), where
-            # no Python file of the repository sets an epoch at all
-            if not inside and (m.root is None or Project.sets_epochs(m.root) or not bound):
+            # not iterated here: handed on by a script that runs distributed (DiffuSeq's
+            # `TrainLoop(data=load_data_text(...))`, corpus 29; not a data module's `return create_loader(...)`),
+            # where no Python file of the repository sets an epoch at all
+            if not inside and (
+                not m.distributed or m.root is None or Project.sets_epochs(m.root) or not bound
+            ):
                 continue
             handed = {  # what the loop hands them to: its own set_epoch would count
                 dotted(c.func)
@@ -10266,6 +10269,13 @@ def function_of(checker, node):
 MPI_COLLECTIVES = {"bcast", "Bcast", "allreduce", "Allreduce", "Barrier", "allgather", "Allgather"}
 
 
+EPOCHS_SET = re.compile(
+    r"set_epoch\(|^\s*(import|from) (pytorch_)?lightning\b|^\s*from transformers import .*Trainer|"
+    r"\.prepare\(",
+    re.M,
+)
+
+
 class Project:
     """What the modules beside a checked file say about it, read from their text and their trees (never run):
     whether a module that imports this one wraps a model in DDP (an `engine.py` whose `train_one_epoch` gets
@@ -10780,8 +10790,10 @@ class Project:
     @staticmethod
     @functools.cache
     def sets_epochs(root):
-        """Whether a Python file of the repository calls set_epoch (DDL105): read once a run."""
-        return any("set_epoch(" in Project.text(page) for page in Project.pages(root, (".py",)))
+        """Whether a Python file of the repository calls set_epoch, or trains through a library whose loop sets
+        it on the loader's sampler (Lightning's fit loop: OpenSTL's loaders, corpus 27; accelerate's prepared
+        loaders; transformers' Trainer) (DDL105): read once a run."""
+        return any(EPOCHS_SET.search(Project.text(page)) for page in Project.pages(root, (".py",)))
 
     @staticmethod
     @functools.cache
