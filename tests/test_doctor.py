@@ -507,6 +507,38 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL190": (
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, loader = accelerator.prepare(model, loader)\nfor batch in loader:\n"
+        "    predictions = model(batch['x']).argmax(-1)\n"
+        "    labels = accelerator.gather(batch['y'])\n    metric.add_batch(predictions, labels)\n",
+        "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, loader = accelerator.prepare(model, loader)\nfor batch in loader:\n"
+        "    predictions = model(batch['x']).argmax(-1)\n"
+        "    predictions, labels = accelerator.gather_for_metrics((predictions, batch['y']))\n"
+        "    metric.add_batch(predictions, labels)\n",
+    ),
+    "DDL189": (
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "model = Net().to(local_rank)\n"
+        "torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])\n"
+        "for x in loader:\n    model(x).sum().backward()\ndist.destroy_process_group()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "model = Net().to(local_rank)\n"
+        "model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])\n"
+        "for x in loader:\n    model(x).sum().backward()\ndist.destroy_process_group()\n",
+    ),
+    "DDL188": (
+        "import os\nimport time\nimport torch\nimport torch.distributed as dist\n"
+        "dist.init_process_group('nccl')\nout = os.path.join('runs', time.strftime('%Y-%m-%d-%H-%M'))\n"
+        "if dist.get_rank() == 0:\n    os.makedirs(out)\ndist.barrier()\n"
+        "log = open(os.path.join(out, 'train.log'), 'a')\ndist.destroy_process_group()\n",
+        "import os\nimport time\nimport torch\nimport torch.distributed as dist\n"
+        "dist.init_process_group('nccl')\nstamp = [time.strftime('%Y-%m-%d-%H-%M')]\n"
+        "dist.broadcast_object_list(stamp, src=0)\nout = os.path.join('runs', stamp[0])\n"
+        "if dist.get_rank() == 0:\n    os.makedirs(out)\ndist.barrier()\n"
+        "log = open(os.path.join(out, 'train.log'), 'a')\ndist.destroy_process_group()\n",
+    ),
     "DDL163": (
         "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "torch.distributed.init_process_group('nccl')\nmodel = DDP(net)\n"

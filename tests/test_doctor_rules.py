@@ -3198,6 +3198,9 @@ def test_what_corpus_17_taught_about_the_projects_own_classes_and_pages(tmp_path
     assert "DDL117" not in check_in_project(tmp_path / "one", one, "train.py")
     two = {**one, "README.md": "torchrun --nnodes=2 --node_rank=$R --nproc_per_node=4 train.py\n"}
     assert "DDL117" in check_in_project(tmp_path / "two", two, "train.py")
+    # corpus 37 (seen): `--nnodes=1 --node_rank=0` names this machine alone
+    zero = {**one, "run.sh": "torchrun --nnodes=1 --node_rank=0 --nproc_per_node=2 train.py\n"}
+    assert "DDL117" not in check_in_project(tmp_path / "zero", zero, "train.py")
 
 
 def test_a_flag_made_from_a_rank_flag_and_a_branch_after_an_assert_of_one_process():
@@ -6169,3 +6172,148 @@ def test_a_save_guarded_in_one_place_and_made_on_every_rank_in_another():
     checks = "def save_model(path):\n    if accelerator.is_main_process:\n        torch.save(model, path)\n"
     assert "DDL187" in codes_of(script, **{**bad, "helper": writes, "call": "save_model"})
     assert "DDL187" not in codes_of(script, **{**bad, "helper": checks, "call": "save_model"})
+
+
+def test_a_run_folder_named_by_each_ranks_clock_that_rank_0_makes_and_every_rank_uses(tmp_path):
+    """DDL188, corpus 37 (seen): BDCI's create_logger names the run folder `time.strftime('%Y-%m-%d-%H-%M')`,
+    makes it on the main process and opens the FileHandler in it on every rank; CryoET's averaged checkpoint,
+    named from `datetime.now()`, is written on rank 0 and loaded on every rank after a barrier. Reported at the
+    stamp, and at the call of a helper that does it. Quiet where rank 0's stamp is broadcast, where the path
+    names the rank, and where only rank 0 uses it."""
+    script = (
+        DDP_HEAD + "import os\nfrom datetime import datetime\n"
+        "def run(args):\n    stamp = datetime.now().strftime('%y%m%d_%H%M')\n"
+        "    path = os.path.join(args.out, f'{{stamp}}_avg.pt')\n"
+        "    if dist.get_rank() == 0:\n        average_checkpoints(args.best, output_path=path)\n"
+        "    dist.barrier()\n    {use}\n" + DDP_TAIL
+    )
+    assert "DDL188" in codes_of(script, use="model.load_state_dict(torch.load(path))")
+    assert "DDL188" not in codes_of(script, use="print(path)")
+    ranked = "torch.load(path + str(dist.get_rank()))"
+    assert "DDL188" not in codes_of(script, use=ranked)
+    sent = "obj = [path]\n    dist.broadcast_object_list(obj, src=0)\n    torch.load(obj[0])"
+    assert "DDL188" not in codes_of(script, use=sent)
+    helper = (
+        "import os\nimport time\nimport logging\nimport torch.distributed as dist\n"
+        "def create_logger(config):\n"
+        "    output_path = os.path.join(config.output_dir, time.strftime('%Y-%m-%d-%H-%M'))\n"
+        "    if dist.get_rank() == 0:\n        os.makedirs(output_path, exist_ok=True)\n"
+        "    dist.barrier()\n"
+        "    return logging.FileHandler(os.path.join(output_path, 'train.log'))\n"
+    )
+    main = DDP_HEAD + "import utils\nhandler = utils.create_logger(config)\n" + DDP_TAIL
+    files = {".git/HEAD": "", "utils.py": helper, "train.py": main}
+    found = check_in_project(tmp_path / "bdci", files, "train.py", where=True)
+    assert (8, "DDL188") in found, found
+
+
+def test_a_lightning_test_hook_is_not_a_validation_metric(tmp_path):
+    """DDL162, corpus 37 (seen): student_project's and adversarial_insertions' test_epoch_end logs, whose tests
+    the repositories run with `gpus=1` (Lightning advises trainer.test on one device): six false findings.
+    The validation hooks of the same modules are still reported, and a test hook where the repository tests with
+    the trainer it fits with (pdearena's, corpus 29: judged true)."""
+    module = (
+        "import pytorch_lightning as pl\nclass Lit(pl.LightningModule):\n"
+        "    def {hook}(self, outputs):\n        self.log('my_metric', sum(outputs) / len(outputs))\n"
+        "trainer = pl.Trainer(gpus=2, accelerator='ddp')\n"
+    )
+    assert "DDL162" in codes_of(module, hook="validation_epoch_end")
+    assert "DDL162" not in codes_of(module, hook="test_epoch_end")
+    assert "DDL162" not in codes_of(module, hook="on_test_epoch_end")
+    # pdearena (corpus 29, seen): its train script tests with the DDP trainer it fitted with
+    for i, (tester, expected) in enumerate(
+        (
+            ("trainer = pl.Trainer(gpus=1)\ntrainer.test(model)\n", False),
+            ("cli.trainer.test(ckpt_path='best')\n", True),
+        )
+    ):
+        files = {
+            ".git/HEAD": "",
+            "model.py": module.format(hook="test_epoch_end"),
+            "test.py": tester,
+        }
+        found = check_in_project(tmp_path / f"t{i}", files, "model.py")
+        assert ("DDL162" in found) is expected, (tester, found)
+
+
+def test_a_save_through_a_module_helper_that_writes_on_the_main_process_alone(tmp_path):
+    """DDL187, corpus 37 (seen): PhysioNet's `misc.save_model(...)`, guarded in one place and not in another,
+    writes through `save_on_master`, which checks the rank itself. A module's helper is read as a helper."""
+    misc = "import torch\ndef save_model(args, model):\n    {body}\n"
+    script = (
+        DDP_HEAD + "import misc\nfor epoch in range(3):\n    if dist.get_rank() == 0:\n"
+        "        misc.save_model(args, model)\nmisc.save_model(args, model)\n" + DDP_TAIL
+    )
+    for i, (body, expected) in enumerate(
+        (("torch.save(model.state_dict(), 'm.pt')", True), ("save_on_master(model, 'm.pt')", False))
+    ):
+        files = {".git/HEAD": "", "misc.py": misc.format(body=body), "train.py": script}
+        found = check_in_project(tmp_path / f"m{i}", files, "train.py")
+        assert ("DDL187" in found) is expected, (body, found)
+
+
+def test_a_table_rank_0_writes_and_every_rank_reads_without_a_barrier():
+    """DDL122, corpus 37 (seen): the RSNA solution's `oof_df.to_csv(path)` under `if dist.get_rank() == 0:`,
+    then `pd.read_csv(path)` on every rank with no barrier between. Quiet with the barrier."""
+    script = (
+        DDP_HEAD + "import pandas as pd\nimport numpy as np\nif dist.get_rank() == 0:\n"
+        "    {write}\n{barrier}df = {read}\n" + DDP_TAIL
+    )
+    for write, read in (
+        ("oof.to_csv('oof.csv', index=False)", "pd.read_csv('oof.csv')"),
+        ("np.save('emb.npy', emb)", "np.load('emb.npy')"),
+    ):
+        assert "DDL122" in codes_of(script, write=write, read=read, barrier="")
+        assert "DDL122" not in codes_of(script, write=write, read=read, barrier="dist.barrier()\n")
+
+
+def test_timms_own_distributed_sampler_never_given_its_epoch():
+    """DDL105, corpus 37 (seen): accelerate_timm's `timm.data.create_loader(..., is_training=True,
+    distributed=accelerator.use_distributed)` builds timm's own DistributedSampler, behind a PrefetchLoader that
+    accelerator.prepare leaves as it is; the script never sets an epoch. Quiet where it does
+    (`loader.sampler.set_epoch(epoch)`, timm's own train.py), for the evaluation loader, and for a loader
+    without the prefetcher, which prepare() takes over."""
+    script = (
+        ACCELERATE_HEAD + "import timm\n"
+        "loader = timm.data.create_loader(ds, is_training={training}, use_prefetcher={prefetch},\n"
+        "    distributed=accelerator.use_distributed)\nmodel, opt, loader = accelerator.prepare(model, opt, loader)\n"
+        "for epoch in range(3):\n{epoch}    for x in loader:\n        accelerator.backward(model(x))\n"
+    )
+    set_it = "    loader.sampler.set_epoch(epoch)\n"
+    assert_found(
+        "DDL105",
+        script,
+        ("training", "prefetch", "epoch"),
+        (
+            ("True", "True", "", True),
+            ("True", "True", set_it, False),
+            ("False", "True", "", False),
+            ("True", "False", "", False),
+        ),
+    )
+
+
+def test_a_metric_fed_a_gathered_tensor_and_a_local_one():
+    """DDL190, corpus 37 (seen): AnswerExtract gathers the labels (`labels_gathered = accelerator.gather(labels)`)
+    and hands them with this rank's predictions to its metric helper. Quiet where the other value is made from
+    the gathered one (dynamic_beta's `tau = ema.update_tau(margin_global)`, corpus 35), where both are gathered,
+    and for a print."""
+    script = (
+        ACCELERATE_HEAD + "for batch in loader:\n    predictions = {made}\n"
+        "    labels_gathered = accelerator.gather(batch['labels'])\n{more}"
+        "    {call}(predictions, labels_gathered)\n"
+    )
+    made = "model.crf.decode(model(batch))"
+    derived = "    predictions = ema.update_tau(labels_gathered)\n"
+    both = "    predictions = accelerator.gather(predictions)\n"
+    assert_found(
+        "DDL190",
+        script,
+        ("made", "more", "call"),
+        (
+            (made, "", "get_labels", True),
+            (made, derived, "get_labels", False),
+            (made, both, "get_labels", False),
+            (made, "", "print", False),
+        ),
+    )

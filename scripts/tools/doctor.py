@@ -733,6 +733,34 @@ RULES = {
         "process writes the same file at once: a torn or clobbered checkpoint, or one rank's half-written file "
         "read back by another.",
     ),
+    "DDL188": (
+        "a run folder or file named by each process's own clock, which one rank makes and every rank then uses",
+        "take the time on rank 0 and broadcast it (dist.broadcast_object_list([stamp], src=0)), or name the run "
+        "from its arguments",
+        "14-a-file-one-rank-writes-and-the-others-read",
+        "Every process reads its own clock: `time.strftime('%Y-%m-%d-%H-%M')` or `datetime.now()` gives rank 0 one "
+        "name and a rank that starts a moment later another, once a minute or a second rolls over between them. "
+        "Rank 0 makes the folder or writes the file under its name; the others open their log there, or load the "
+        "checkpoint rank 0 wrote, under theirs: FileNotFoundError on some runs and not others.",
+    ),
+    "DDL189": (
+        "a model wrapped in DistributedDataParallel (or prepared by accelerate) whose wrapper is thrown away",
+        "bind the wrapper and train it: model = DDP(model, device_ids=[local_rank])",
+        "5-wrap-the-model-in-ddp",
+        "`DistributedDataParallel(model, ...)` as a statement of its own builds the wrapper and drops it: the "
+        "script trains the plain model, with no all-reduce of the gradients, so every process steps its own copy "
+        "on its own shard and the copies drift apart (the same for `accelerator.prepare(model)`, whose result is "
+        "the prepared model). Nothing fails.",
+    ),
+    "DDL190": (
+        "a metric fed one tensor gathered from every rank and another from this rank alone",
+        "gather both the same way (accelerator.gather_for_metrics((predictions, labels))), or neither",
+        "7-the-loss-you-print-and-the-eval-you-report",
+        "`labels = accelerator.gather(labels)` beside `predictions` left as this rank's: the gathered tensor holds "
+        "world-size times the rows, in rank order, so pairing it with the local predictions (zip, a metric's "
+        "add_batch, a helper that walks both) matches rank 0's labels with every rank's predictions: the score on "
+        "every rank but 0 compares the wrong pairs, and rank 0's covers only its own shard.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1004,6 +1032,9 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL190",
+        "DDL189",
+        "DDL188",
         "DDL186",
         "DDL185",
         "DDL184",
@@ -2497,12 +2528,15 @@ class Rule:
     every node of that type in one walk shared by all the rules (run_rules), then `end`."""
 
     code = ""
+    # a rule of distributed runs alone: nothing to visit in a module that joins no process group and does not
+    # use Accelerate
+    distributed_only = False
 
     def __init__(self, checker):
         self.m = checker
 
     def begin(self):
-        return True
+        return not self.distributed_only or self.m.distributed or self.m.uses_accelerate
 
     def end(self):
         pass
@@ -2831,6 +2865,9 @@ class SamplerWithoutSetEpoch(CallRule):
     code = "DDL105"
 
     def check(self, call, name, callee):
+        if self.timm_sampler(call, name) and not self.m.set_epoch_called:
+            self.add(call, fixable=False)
+            return
         if (
             callee == "DistributedSampler"
             and (
@@ -2846,6 +2883,27 @@ class SamplerWithoutSetEpoch(CallRule):
             and not self.in_a_library_trainer(call)
         ):
             self.add(call)
+
+    def timm_sampler(self, call, name):
+        """timm's `create_loader(dataset, is_training=True, distributed=...)`, which builds a DistributedSampler
+        of its own when distributed: its epoch is the script's to set (timm's train.py calls
+        `loader_train.sampler.set_epoch(epoch)`). Under Accelerate, a loader that prepare() takes (no prefetcher)
+        gets its epoch from accelerate; timm's PrefetchLoader, the default, is no DataLoader and does not
+        (accelerate_timm's train.py, corpus 37)."""
+        if not name.startswith("timm.") or last(name) != "create_loader":
+            return False
+        distributed = keyword(call, "distributed")
+        prefetcher = keyword(call, "use_prefetcher")
+        return (
+            is_true(keyword(call, "is_training"))
+            and distributed is not None
+            and not (isinstance(distributed, ast.Constant) and not distributed.value)
+            and not (
+                self.m.uses_accelerate
+                and isinstance(prefetcher, ast.Constant)
+                and prefetcher.value is False
+            )
+        )
 
     @functools.cached_property
     def set_epoch_calls(self):
@@ -6223,9 +6281,31 @@ class ReadWithoutBarrier(Rule):
             if before and not any(max(before) < line < node.lineno for line in barriers):
                 self.add(node)
 
+    # tables and arrays, their path first: `oof_df.to_csv(path)` on rank 0, then `pd.read_csv(path)` on every rank
+    # (the RSNA solution's out-of-fold predictions, corpus 37)
+    TABLES = {
+        "to_csv": "write",
+        "to_parquet": "write",
+        "to_json": "write",
+        "to_pickle": "write",
+        "read_csv": "read",
+        "read_parquet": "read",
+        "read_json": "read",
+        "read_pickle": "read",
+        "np.save": "write",
+        "numpy.save": "write",
+        "np.load": "read",
+        "numpy.load": "read",
+    }
+
     @staticmethod
     def path_of(call):
         callee = last(dotted(call.func))
+        kind = ReadWithoutBarrier.TABLES.get(callee) or ReadWithoutBarrier.TABLES.get(
+            dotted(call.func)
+        )
+        if kind is not None and "." in callee + dotted(call.func) and call.args:
+            return kind, ast.unparse(call.args[0])
         if callee == "open" and call.args:
             mode = call.args[1] if len(call.args) > 1 else keyword(call, "mode")
             mode = mode.value if isinstance(mode, ast.Constant) else "r"
@@ -7238,12 +7318,10 @@ class WriteGuardedElsewhere(WriteOnEveryRank):
     by the loop's item (each rank its own samples: diffusers' class images)."""
 
     code = "DDL187"
+    distributed_only = True
 
     def check(self, call, name, callee):
         pass  # DDL107's reading, not its findings
-
-    def begin(self):
-        return self.m.distributed or self.m.uses_accelerate
 
     def end(self):
         groups = {}
@@ -7259,7 +7337,10 @@ class WriteGuardedElsewhere(WriteOnEveryRank):
             owner = name.rpartition(".")[0]
             if SAVES_TOGETHER.search(owner) or last(name) in ("save_state", "save_checkpoint"):
                 continue
-            if not (self.plain_helper(name) if not owner else self.plain_owner(owner, instances)):
+            # a function of a project module (`misc.save_model`, PhysioNet's: it writes through save_on_master,
+            # corpus 37) is read as a helper, an object's method through its class
+            helper = not owner or name in self.m.project.defined
+            if not (self.plain_helper(name) if helper else self.plain_owner(owner, instances)):
                 continue
             guarded = [c for c in calls if self.m.guarded(c, per_node_too=True)]
             if not guarded:
@@ -7308,6 +7389,182 @@ class WriteGuardedElsewhere(WriteOnEveryRank):
             self.RANK_AWARE.search(Project.source_of(module, name))
             for module, name in instances.get(owner, ())
         )
+
+
+# a call that reads the machine's clock (DDL188)
+CLOCK_CALLS = (
+    "datetime.now",
+    "datetime.today",
+    "datetime.utcnow",
+    "time.strftime",
+    "time.localtime",
+    "time.time",
+    "time.ctime",
+    "time.asctime",
+)
+# a call that uses a path on every rank: opens, reads, logs into or lists it (DDL188)
+USES_A_PATH = {
+    "open",
+    "load",
+    "FileHandler",
+    "SummaryWriter",
+    "listdir",
+    "glob",
+    "read_csv",
+    "read_json",
+    "loadtxt",
+    "from_pretrained",
+    "load_state_dict",
+}
+
+
+class ClockNamedRun(Rule):
+    """DDL188: a path made from a value of the clock (`os.path.join(out, time.strftime(...))`, `f"{datetime.now():
+    %y%m%d_%H%M}_{name}"`), link by link through the names bound from it in the same function, that a call under a
+    rank check makes or writes, and that a call on every rank then opens, loads or logs into (BDCI's
+    create_logger: the folder made on rank 0, the FileHandler on every rank; CryoET's averaged checkpoint written
+    on rank 0 and loaded on every rank after a barrier; corpus 37). Not where the stamp is broadcast, nor a path
+    that names the rank."""
+
+    code = "DDL188"
+    distributed_only = True
+
+    @staticmethod
+    def reads_clock(value):
+        return any(
+            isinstance(n, ast.Call) and dotted(n.func).endswith(CLOCK_CALLS)
+            for n in ast.walk(value)
+        )
+
+    def end(self):
+        if any(
+            isinstance(n, ast.Call) and "broadcast" in last(dotted(n.func)) for n in self.m.nodes
+        ):
+            return  # the stamp may be rank 0's, sent to the others
+        for scope in [self.m.tree, *(f for f in self.m.nodes if isinstance(f, DEFINITIONS[:2]))]:
+            inside = list(scope_nodes(scope))
+            binds = sorted((n for n in inside if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+            stamped = [b for b in binds if self.reads_clock(b.value) and not self.m.guarded(b)]
+            if not stamped:
+                continue
+            names = set()
+            for b in binds:
+                if b.lineno >= stamped[0].lineno and (
+                    self.reads_clock(b.value) or mentions_any(b.value, names)
+                ):
+                    names |= {
+                        dotted(t)
+                        for target in b.targets
+                        for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                    }
+            names.discard("")
+            calls = [
+                c
+                for c in inside
+                if isinstance(c, ast.Call)
+                and c.lineno > stamped[0].lineno
+                and any(mentions_any(a, names) for a in [*c.args, *c.keywords])
+                and not PER_RANK.search(ast.unparse(c))
+            ]
+            made = [c for c in calls if last(dotted(c.func)) not in LOGGERS and self.m.guarded(c)]
+            used = [
+                c
+                for c in calls
+                if last(dotted(c.func)) in USES_A_PATH
+                and not self.m.guarded(c)
+                and any(c.lineno > m.lineno for m in made)
+            ]
+            if made and used:
+                self.add(stamped[0], fixable=False)
+
+
+class DiscardedWrapper(Rule):
+    """DDL189: `torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])` (or DataParallel,
+    FSDP1, `accelerator.prepare(model)`) as an expression statement: the wrapper is dropped, and the plain model
+    trains (blox-pal's NCF profile, corpus 37)."""
+
+    code = "DDL189"
+
+    def visit_Expr(self, node):
+        call = node.value
+        if not isinstance(call, ast.Call) or not call.args:
+            return
+        callee = last(dotted(call.func))
+        if (
+            callee in WRAPPERS
+            or callee == "prepare"
+            and dotted(call.func).endswith("accelerator.prepare")
+        ):
+            self.add(node, fixable=False)
+
+
+class GatheredBesideLocal(Rule):
+    """DDL190: in a loop, a call handed a name bound from a gather (`labels_gathered = accelerator.gather(labels)`)
+    and a name the loop binds from the rank's own computation (`predictions = model.crf.decode(outputs, ...)`),
+    neither gathered the other way (AnswerExtract's `get_labels_ray(predictions, labels_gathered)`, corpus 37).
+    Not a print or a log, nor a name also gathered in the loop."""
+
+    code = "DDL190"
+    distributed_only = True
+
+    @staticmethod
+    def gathers(value):
+        return any(
+            isinstance(n, ast.Call) and "gather" in last(dotted(n.func)).lower()
+            for n in ast.walk(value)
+        )
+
+    def visit_For(self, node):
+        inside = [n for s in node.body for n in ast.walk(s)]
+        gathered, local = set(), set()
+        binds = sorted(
+            (
+                n
+                for n in inside
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name)
+            ),
+            key=lambda n: n.lineno,
+        )
+        # what the loop binds, its target's and its body's: a gather of one of them is a batch's values (not
+        # `checkpoint.gather(raw_model)`, the model's state: this project's rung 7)
+        bound = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} | {
+            n.targets[0].id for n in binds
+        }
+        for n in binds:
+            name = n.targets[0].id
+            batch_gathered = any(
+                isinstance(c, ast.Call)
+                and "gather" in last(dotted(c.func)).lower()
+                and any(mentions_any(a, bound) for a in c.args)
+                for c in ast.walk(n.value)
+            )
+            # made from a gathered value (`tau = ema.update_tau(margin_global)`: dynamic_beta's, corpus 35)
+            if batch_gathered or mentions_any(n.value, gathered):
+                gathered.add(name)
+            elif isinstance(n.value, ast.Call) and not self.gathers(n.value):
+                local.add(name)
+        handed = {  # a name handed to a gather in the loop is not left local
+            a.id
+            for n in inside
+            if isinstance(n, ast.Call) and "gather" in last(dotted(n.func)).lower()
+            for a in ast.walk(n)
+            if isinstance(a, ast.Name)
+        }
+        local -= gathered | handed
+        if not gathered or not local:
+            return
+        for call in inside:
+            if (
+                isinstance(call, ast.Call)
+                and last(dotted(call.func)) not in (*LOGGERS, "print", "len", "extend", "append")
+                and not self.gathers(call)
+                and any(isinstance(a, ast.Name) and a.id in gathered for a in call.args)
+                and any(isinstance(a, ast.Name) and a.id in local for a in call.args)
+            ):
+                self.add(call, fixable=False)
+                return
 
 
 class OptimizerOverAnUnwrappedModule(Rule):
@@ -8782,9 +9039,9 @@ class TrimmedEvalSampler(CallRule):
 
 class LightningEvalLogUnsynced(Rule):
     """DDL162: `self.log("val_loss", loss)` (or `self.log_dict({...})`) in an evaluation method of a
-    LightningModule (validation_step, on_validation_epoch_end, a `_shared_eval` helper: its name says eval,
-    val or test), at epoch level (the default there), without sync_dist=True, in a repository that trains with
-    DDP, FSDP or DeepSpeed (a strategy its code, configs or pages name). A torchmetrics Metric object logged
+    LightningModule (validation_step, on_validation_epoch_end, a `_shared_eval` helper: its name says eval
+    or val; not a test hook), at epoch level (the default there), without sync_dist=True, in a repository that
+    trains with DDP, FSDP or DeepSpeed (a strategy its code, configs or pages name). A torchmetrics Metric object logged
     itself (`self.log("val_acc", self.val_acc)`) reduces itself and is left alone; so is a Trainer told not to
     shard the evaluation (use_distributed_sampler=False). One finding a method: the fix is the same keyword on
     each call. OpenSTL's val_loss, which picks each rank's best checkpoint (corpus 27, seen)."""
@@ -8814,8 +9071,17 @@ class LightningEvalLogUnsynced(Rule):
             return
         self.hooks = set(self.HOOKS) | self.wrappers(node)
         for method in node.body:
-            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and EVAL_WORDS.search(
-                method.name
+            if (
+                isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and EVAL_WORDS.search(method.name)
+                # a test hook only where the repository runs trainer.test with a Trainer not set to one device
+                # (pdearena's `cli.trainer.test(...)` after its DDP fit, corpus 29): Lightning advises testing
+                # on one device, and the repositories of corpus 37 test so (student_project's `gpus=1`) or never
+                # (adversarial_insertions): six false findings
+                and not (
+                    re.search(r"test|predict", method.name)
+                    and not (self.m.root is not None and Project.tests_on_several(self.m.root))
+                )
             ):
                 self.report_first([c for c in ast.walk(method) if self.unsynced(c)])
 
@@ -9334,9 +9600,7 @@ class TrackerOnEveryRank(Rule):
     one)."""
 
     code = "DDL128"
-
-    def begin(self):
-        return self.m.distributed or self.m.uses_accelerate
+    distributed_only = True
 
     def visit_Call(self, node):
         name = dotted(node.func)
@@ -10157,6 +10421,9 @@ RULE_CLASSES = [
     ZeroGradFirstInAccumulate,
     EmaFromTheWrapper,
     WriteGuardedElsewhere,
+    ClockNamedRun,
+    DiscardedWrapper,
+    GatheredBesideLocal,
 ]
 
 
@@ -10654,7 +10921,8 @@ class Project:
         asks for one, corpus 32)."""
         several = re.compile(
             # a master address on the loopback is this machine's (TOME's `--master_addr 127.0.0.8`, corpus 36)
-            r"--nnodes[= ]+(?!1\b)\S|--node[_-]rank|--num_machines[= ]+(?!1\b)\S"
+            # `--nnodes=1 --node_rank=0` is this machine's (google landmark retrieval's run_test1.sh, corpus 37)
+            r"--nnodes[= ]+(?!1\b)\S|--node[_-]rank(?![= ]+[\"']?0\b)|--num_machines[= ]+(?!1\b)\S"
             r"|--master[_-]addr(?![= ]+[\"']?(127\.\d+\.\d+\.\d+|localhost)\b)|hostfile|"
             r"multi-?node|multiple (nodes|machines)|multi-?machine",
             re.I,
@@ -10786,6 +11054,17 @@ class Project:
                     if not name.endswith(".py") or re.search(r"lightning|strategy", text, re.I):
                         said |= strategies_in(text)
         return said
+
+    @staticmethod
+    @functools.cache
+    def tests_on_several(root):
+        """Whether a Python file of the repository calls a Lightning trainer's test() (`trainer.test(...)`,
+        `cli.trainer.test(...)`) and builds no Trainer set to one device there (`pl.Trainer(gpus=1)`) (DDL162)."""
+        return any(
+            re.search(r"trainer\.test\(", text)
+            and not re.search(r"Trainer\([^)]*\b(gpus|devices)\s*=\s*1\b", text)
+            for text in (Project.text(page) for page in Project.pages(root, (".py",)))
+        )
 
     @staticmethod
     @functools.cache
@@ -11444,6 +11723,7 @@ ROOT_MARKERS = (
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL188",
     "DDL124",
     "DDL164",
     "DDL141",
