@@ -6317,3 +6317,40 @@ def test_a_metric_fed_a_gathered_tensor_and_a_local_one():
             (made, "", "print", False),
         ),
     )
+
+
+def test_a_reduction_in_a_function_nothing_calls_is_no_reduction():
+    """DDL127, corpus 37 (seen): the landmark retrieval's train_demo.py defines `reduce_mean` (an all_reduce)
+    and never calls it; its validation shard's loss is never reduced, so no padded repeat enters a reduction.
+    Reported once the function is called."""
+    script = (
+        DDP_HEAD + "def reduce_mean(t, n):\n    dist.all_reduce(t)\n    return t / n\n"
+        "val_sampler = DistributedSampler(val_set)\nval_loader = DataLoader(val_set, sampler=val_sampler)\n"
+        "for x, y in val_loader:\n    loss = F.mse_loss(model(x), y)\n{use}" + DDP_TAIL
+    )
+    assert "DDL127" not in codes_of(script, use="")
+    assert "DDL127" in codes_of(script, use="    loss = reduce_mean(loss, 2)\n")
+
+
+def test_an_evaluation_function_returning_its_shards_score_to_a_rank_0_log():
+    """DDL124, corpus 37 (seen): AI-system-work-4's `evaluate(model, dataloader, ...)` piles its predictions and
+    returns a BLEU over them; the training loop hands it the DistributedSampler's val_loader and prints the score
+    under `if rank == 0:`. Quiet in the --eval_only branch, whose val_loader is whole, and where the score is
+    all-reduced."""
+    script = (
+        DDP_HEAD + "import numpy as np\ndef evaluate(model, dataloader):\n    scores = []\n"
+        "    for batch in dataloader:\n        scores.append(model(batch).item())\n"
+        "    return float(np.mean(scores))\n"
+        "def main(rank):\n    model = DDP(net)\n{loader}"
+        "    score = evaluate(model, val_loader)\n{reduce}    if rank == 0:\n        print(score)\n"
+        + DDP_TAIL
+    )
+    sharded = "    val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set))\n"
+    whole = sharded + "    val_loader = DataLoader(val_set, batch_size=8)\n"
+    reduced = "    t = torch.tensor(score)\n    dist.all_reduce(t)\n"
+    assert_found(
+        "DDL124",
+        script,
+        ("loader", "reduce"),
+        ((sharded, "", True), (whole, "", False), (sharded, reduced, False)),
+    )

@@ -7907,6 +7907,19 @@ EVAL_METRIC = re.compile(
 SPLIT_TEST = re.compile(r"split|train|mode|phase|shuffle", re.I)
 
 
+def iterated(loop):
+    """What a loop iterates, through enumerate(), tqdm() and iter(): `val_loader` of `for i, b in
+    enumerate(tqdm(val_loader))`."""
+    source = loop.iter
+    while (
+        isinstance(source, ast.Call)
+        and last(dotted(source.func)) in ("enumerate", "tqdm", "iter")
+        and source.args
+    ):
+        source = source.args[0]
+    return source
+
+
 def mentions_any(node, names):
     """Whether an expression reads one of the dotted `names`."""
     return any(
@@ -7969,27 +7982,39 @@ class UnreducedEvalLog(Rule):
         (`self.eval_ds`), a name bound so in the loop's own function (or at module level, where the function
         binds none), or a parameter named as a loader the module shards (LESS's `evaluate_one_epoch(net,
         val_dataloader, ...)`)."""
-        source = loop.iter
-        while (
-            isinstance(source, ast.Call)
-            and last(dotted(source.func)) in ("enumerate", "tqdm", "iter")
-            and source.args
-        ):
-            source = source.args[0]
+        return self.sharded_loader(iterated(loop), loop, loaders, by_binding=False)
+
+    def sharded_loader(self, source, node, loaders, by_binding):
+        """Whether `source`, where `node` is, is a sharded evaluation loader. `by_binding`: a name's last binding
+        before `node` decides (AI-system-work-4's whole --eval_only loader bound after the sharded one), not
+        any binding of its function."""
         name = dotted(source)
         if not name or not isinstance(source, (ast.Name, ast.Attribute)):
             return False
         if isinstance(source, ast.Attribute):
             return name in loaders
-        function = self.function_of(loop)
-        if function is None:
+        function = self.function_of(node)
+        if function is not None:
+            parameters = [
+                *function.args.posonlyargs,
+                *function.args.args,
+                *function.args.kwonlyargs,
+            ]
+            if name in {a.arg for a in parameters}:
+                return name in loaders
+        if by_binding:
+            bound = [
+                b
+                for b in assignments_to(function or self.m.tree, name)
+                if b.lineno < node.lineno and isinstance(b, ast.Assign)
+            ]
+            if bound:
+                value = max(bound, key=lambda b: b.lineno).value
+                return name in loaders and isinstance(value, ast.Call) and self.shards(value)
+            return None in loaders.get(name, ()) or function is not None and name in loaders
+        if function is None or not assignments_to(function, name):
             return None in loaders.get(name, ())
-        parameters = {a.arg for a in [*function.args.posonlyargs, *function.args.args]}
-        if name in parameters | {a.arg for a in function.args.kwonlyargs}:
-            return name in loaders
-        if assignments_to(function, name):
-            return function in loaders.get(name, ())
-        return None in loaders.get(name, ())
+        return function in loaders.get(name, ())
 
     def shards(self, call):
         callee = dotted(call.func)
@@ -8024,73 +8049,141 @@ class UnreducedEvalLog(Rule):
         )
 
     def shard_piles(self):
-        """(function, loop, names) of each loop over a sharded evaluation loader whose per-batch values pile up
-        in Python (`ious.append(iou)`, `iou_cum += iou`), with the names made from the piles after the loop
-        (`miou = np.mean(ious)`, `msg = f"... {miou}"`); none in a function that reduces or gathers anything."""
+        """(scope, anchor, names, made) of each loop over a sharded evaluation loader whose per-batch values pile
+        up in Python (`ious.append(iou)`, `iou_cum += iou`), with the bindings made from the piles after the loop
+        (`miou = np.mean(ious)`, `msg = f"... {miou}"`); none in a function that reduces or gathers anything.
+        And of each call of a function of the module that returns such a pile's value over the loader it is
+        handed, given a sharded one (AI-system-work-4's `bleu_score = evaluate(model, val_loader, ...)`, corpus
+        37): the anchor is the call, the name its result."""
         loaders = self.sharded_eval_loaders()
-        piles = []
+        piles, returning = [], {}
         for loop in self.m.nodes:
             if not isinstance(loop, (ast.For, ast.AsyncFor)):
                 continue
-            if not self.loops_over_a_shard(loop, loaders):
-                continue
             function = self.function_of(loop)
-            if function is None or any(
-                isinstance(n, ast.Call)
-                and (
-                    reduces(n)
-                    or "sync" in last(dotted(n.func)).lower()
-                    or dotted(n.func) in self.m.project.collective_helpers
-                )
-                for n in ast.walk(function)
+            if function is None or self.reduces_in(function):
+                continue
+            over = self.loops_over_a_shard(loop, loaders)
+            parameter = self.loops_over_a_parameter(loop, function)
+            if not over and parameter is None:
+                continue
+            names = self.piled_up(loop, function)
+            if not names:
+                continue
+            made = self.made_from(function, loop.end_lineno, names)
+            if over:
+                piles.append((function, loop, names, made))
+            elif any(
+                isinstance(r, ast.Return)
+                and r.value is not None
+                and r.lineno > loop.end_lineno
+                and self.piled_in(r, function, names, made)
+                for r in ast.walk(function)
+            ):
+                returning[function.name] = parameter
+        for call in self.m.nodes:
+            if not isinstance(call, ast.Call) or last(dotted(call.func)) not in returning:
+                continue
+            position, name = returning[last(dotted(call.func))]
+            if dotted(call.func).startswith("self."):
+                position -= 1  # a method's self
+            given = call.args[position] if 0 <= position < len(call.args) else keyword(call, name)
+            parent = self.m.parent.get(call)
+            scope = self.function_of(call)
+            if (
+                given is None
+                or not isinstance(parent, ast.Assign)
+                or len(parent.targets) != 1
+                or not isinstance(parent.targets[0], ast.Name)
+                or not self.hands_a_shard(given, call, loaders)
+                or scope is not None
+                and self.reduces_in(scope)
             ):
                 continue
-            started = {
-                dotted(t)
-                for n in ast.walk(function)
-                if isinstance(n, ast.Assign) and n.lineno < loop.lineno
-                for target in n.targets
-                for t in (target.elts if isinstance(target, ast.Tuple) else [target])
-            }
-            names = set()
-            for n in (n for s in loop.body for n in ast.walk(s)):
-                if (
-                    isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Attribute)
-                    and n.func.attr in ("append", "extend")
-                ):
-                    names.add(dotted(n.func.value))
-                if (
-                    isinstance(n, ast.AugAssign)
-                    and isinstance(n.op, ast.Add)
-                    and not isinstance(n.value, ast.Constant)
-                ):
-                    names.add(dotted(n.target))
-            names = {n for n in names if n and n in started}
-            # the bindings after the loop made from a pile, in the order of the source: `msg = f"{miou}"`
-            # counts until `msg` is bound to something else (dtmol's second evaluation reuses `msg`)
-            made, now = set(), {}
-            after = sorted(
-                (
-                    n
-                    for n in ast.walk(function)
-                    if isinstance(n, (ast.Assign, ast.AugAssign)) and n.lineno > loop.end_lineno
-                ),
-                key=lambda n: n.lineno,
-            )
-            for n in after:
-                piled = mentions_any(n.value, names | {k for k, v in now.items() if v})
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                for target in targets:
-                    for t in target.elts if isinstance(target, ast.Tuple) else [target]:
-                        if isinstance(n, ast.AugAssign):  # `msg += ...` keeps what msg was
-                            piled = piled or now.get(dotted(t), False)
-                        now[dotted(t)] = piled
-                if piled:
-                    made.add(n)
-            if names:
-                piles.append((function, loop, names, made))
+            result = {parent.targets[0].id}
+            if result & self.m.reductions.reduced:
+                continue
+            # the result counts where its last binding is this call's (not the same name bound again by a
+            # later call over a loader that is whole: AI-system-work-4's --eval_only branch)
+            made = self.made_from(scope or self.m.tree, call.lineno, result) | {parent}
+            piles.append((scope, call, set(), made))
         return piles
+
+    def reduces_in(self, function):
+        return any(
+            isinstance(n, ast.Call)
+            and (
+                reduces(n)
+                or "sync" in last(dotted(n.func)).lower()
+                or dotted(n.func) in self.m.project.collective_helpers
+            )
+            for n in ast.walk(function)
+        )
+
+    @staticmethod
+    def loops_over_a_parameter(loop, function):
+        """(position, name) of the function's parameter the loop iterates (`for batch in tqdm(dataloader)`)."""
+        source = iterated(loop)
+        parameters = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        if isinstance(source, ast.Name) and source.id in parameters:
+            return parameters.index(source.id), source.id
+        return None
+
+    def hands_a_shard(self, given, call, loaders):
+        """Whether a call's argument is a sharded evaluation loader where the call is."""
+        return self.sharded_loader(given, call, loaders, by_binding=True)
+
+    @staticmethod
+    def piled_up(loop, function):
+        """The names a loop's body piles values into (`.append`, `.extend`, `+=` of a non-constant), bound
+        before the loop in its function."""
+        started = {
+            dotted(t)
+            for n in ast.walk(function)
+            if isinstance(n, ast.Assign) and n.lineno < loop.lineno
+            for target in n.targets
+            for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+        }
+        names = set()
+        for n in (n for s in loop.body for n in ast.walk(s)):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("append", "extend")
+            ):
+                names.add(dotted(n.func.value))
+            if (
+                isinstance(n, ast.AugAssign)
+                and isinstance(n.op, ast.Add)
+                and not isinstance(n.value, ast.Constant)
+            ):
+                names.add(dotted(n.target))
+        return {n for n in names if n and n in started}
+
+    @staticmethod
+    def made_from(scope, line, names):
+        """The bindings after `line` made from `names`, in the order of the source: `msg = f"{miou}"` counts
+        until `msg` is bound to something else (dtmol's second evaluation reuses `msg`)."""
+        made, now = set(), {}
+        after = sorted(
+            (
+                n
+                for n in ast.walk(scope)
+                if isinstance(n, (ast.Assign, ast.AugAssign)) and n.lineno > line
+            ),
+            key=lambda n: n.lineno,
+        )
+        for n in after:
+            piled = mentions_any(n.value, names | {k for k, v in now.items() if v})
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for target in targets:
+                for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if isinstance(n, ast.AugAssign):  # `msg += ...` keeps what msg was
+                        piled = piled or now.get(dotted(t), False)
+                    now[dotted(t)] = piled
+            if piled:
+                made.add(n)
+        return made
 
     def eval_sharded(self):
         self.main_loggers = {  # print0(...): a function of this module that logs on one rank only
@@ -8192,6 +8285,7 @@ class UnreducedEvalLog(Rule):
 
     def end(self):
         for function, loop, names, made in self.piles:  # one finding an evaluation loop
+            function = function or self.m.tree
             shown = [
                 call
                 for call in ast.walk(function)
@@ -8202,7 +8296,8 @@ class UnreducedEvalLog(Rule):
                 and (self.main_only(call) or self.m.guarded(call))
                 and self.piled_in(call, function, names, made)
             ]
-            if shown and not any(node in shown for node, _ in self.shown):
+            shown = [c for c in shown if all(c is not node for node, _ in self.shown)]
+            if shown:
                 first = min(shown, key=lambda n: (n.lineno, n.col_offset))
                 self.shown.append((first, {f"{loop.lineno}:pile"}))
         # once a metric: one reduction of its sums (tango's six lines)
@@ -9309,7 +9404,20 @@ class PaddedEvalSampler(Rule):
 
     def begin(self):
         names = set(self.m.calls)
-        reduced = any(reduces(c) for calls in self.m.calls.values() for c in calls)
+        # a reducing helper of the module that nothing calls reduces nothing (the landmark retrieval's
+        # reduce_mean, defined and never used: corpus 37); an evaluation function nothing here calls may be
+        # another module's entry point
+        reduced = any(
+            reduces(c)
+            and not (
+                (function := self.function_of(c)) is not None
+                and re.search(r"reduce|gather|dist_sum", function.name, re.I)
+                and function.name not in self.m.calls
+                and function.name not in self.m.passed_functions
+            )
+            for calls in self.m.calls.values()
+            for c in calls
+        )
         # the reduction may be a project function's or class's this module calls (SegmenTron's metric)
         reducers = [
             text
