@@ -507,6 +507,16 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL191": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for batch in loader:\n    loss = model(batch) / accelerator.num_process\n"
+        "    accelerator.backward(loss)\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for batch in loader:\n    loss = model(batch) / accelerator.num_processes\n"
+        "    accelerator.backward(loss)\n",
+    ),
     "DDL190": (
         "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
         "model, loader = accelerator.prepare(model, loader)\nfor batch in loader:\n"

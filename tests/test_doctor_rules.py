@@ -6354,3 +6354,89 @@ def test_an_evaluation_function_returning_its_shards_score_to_a_rank_0_log():
         ("loader", "reduce"),
         ((sharded, "", True), (whole, "", False), (sharded, reduced, False)),
     )
+
+
+def test_an_accelerator_attribute_accelerate_does_not_have():
+    """DDL191, corpus 38 (seen): xRAG's `range(accelerator.num_process)` (the attribute is num_processes), which
+    raises AttributeError at the first multi-GPU step. Quiet for the real names, for an attribute the script
+    sets on the accelerator itself, and for an object named accelerator that is no Accelerator."""
+    script = (
+        ACCELERATE_HEAD + "{own}if accelerator.use_distributed:\n"
+        "    parts = [x for _ in range(accelerator.{name})]\n"
+    )
+    assert "DDL191" in codes_of(script, own="", name="num_process")
+    assert "DDL191" not in codes_of(script, own="", name="num_processes")
+    assert "DDL191" not in codes_of(script, own="accelerator.num_process = 2\n", name="num_process")
+    other = script.replace("accelerator = Accelerator()", "accelerator = args.accelerator")
+    assert "DDL191" not in codes_of(other, own="", name="num_process")
+
+
+def test_what_corpus_38_taught_about_single_node_launches_and_rank_guards(tmp_path):
+    """Corpus 38 (seen): MoPro's README launches pytorch/examples-style, `--multiprocessing-distributed
+    --world-size 1 --rank 0` (the world size counts nodes), so its `args.rank % ngpus_per_node == 0` save is the
+    job's one writer (DDL107, judged false); PersonReID-YouReID guards its saves with `'RANK' not in
+    os.environ or int(os.environ['RANK']) == 0`, one process or rank 0 (DDL107 and DDL137, judged false)."""
+    script = (
+        DDP_HEAD
+        + "import torch.multiprocessing as mp\ndef main_worker(gpu, ngpus_per_node, args):\n"
+        "    model = DDP(net)\n    if args.rank % ngpus_per_node == 0:\n"
+        "        torch.save(model.module.state_dict(), 'checkpoint.pt')\n"
+        "mp.spawn(main_worker, nprocs=4, args=(4, args))\n" + DDP_TAIL
+    )
+    for i, (size, host, expected) in enumerate(
+        (("1", "localhost", False), ("2", "10.1.1.20", True))
+    ):
+        readme = (
+            f"python train.py --dist-url 'tcp://{host}:10001' --multiprocessing-distributed "
+            f"--world-size {size} --rank 0\n"
+        )
+        files = {".git/HEAD": "", "train.py": script, "README.md": readme}
+        found = check_in_project(tmp_path / f"n{i}", files, "train.py")
+        assert ("DDL107" in found) is expected, (size, found)
+    guarded = (
+        DDP_HEAD
+        + "import os\nif {test}:\n    os.makedirs('out')\n    torch.save(state, 'out/m.pt')\n"
+        + DDP_TAIL
+    )
+    one_or_main = "'RANK' not in os.environ or int(os.environ['RANK']) == 0"
+    assert not {"DDL107", "DDL137"} & set(codes_of(guarded, test=one_or_main))
+    assert {"DDL107", "DDL137"} <= set(codes_of(guarded, test="'RANK' in os.environ"))
+
+
+def test_a_method_the_constructor_calls_before_its_wrap_reads_the_plain_model():
+    """DDL125, corpus 38 (seen): OpenTransformer's Trainer.__init__ calls `self.load_model(...)`, which reads
+    `self.model.encoder`, before it wraps `self.model` in DDP: the read is the plain model's. Reported where
+    another method (the training step) reads it after the wrap."""
+    trainer = (
+        DDP_HEAD
+        + "class Trainer:\n    def __init__(self, model, path):\n        self.model = model\n"
+        "        {load}        self.model = DDP(self.model)\n"
+        "    def load_model(self, path):\n        self.model.encoder.load_state_dict(torch.load(path))\n"
+        "{later}" + DDP_TAIL
+    )
+    early = {"load": "self.load_model(path)\n", "later": ""}
+    assert "DDL125" not in codes_of(trainer, **early)
+    later = "    def resume(self, path):\n        self.load_model(path)\n"
+    assert "DDL125" in codes_of(trainer, **{**early, "later": later})
+
+
+def test_a_trainer_module_whose_importer_sets_the_device(tmp_path):
+    """DDL150, corpus 38 (seen): OpenTransformer's trainer.py joins the group and wraps in DDP, and its
+    `.cuda()` follows `torch.cuda.set_device(local_rank)` in run.py, which imports the trainer and builds it
+    after. Reported where no module of the repository that imports it sets the device."""
+    trainer = (
+        DDP_HEAD + "class Trainer:\n    def __init__(self, model):\n"
+        "        self.model = DDP(model.cuda())\n"
+    )
+    for i, (run, expected) in enumerate(
+        (
+            (
+                "import torch\nfrom pkg.trainer import Trainer\ntorch.cuda.set_device(0)\nTrainer(m)\n",
+                False,
+            ),
+            ("import torch\nfrom pkg.trainer import Trainer\nTrainer(m)\n", True),
+        )
+    ):
+        files = {".git/HEAD": "", "pkg/__init__.py": "", "pkg/trainer.py": trainer, "run.py": run}
+        found = check_in_project(tmp_path / f"t{i}", files, "pkg/trainer.py")
+        assert ("DDL150" in found) is expected, (run, found)

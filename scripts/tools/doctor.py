@@ -761,6 +761,14 @@ RULES = {
         "add_batch, a helper that walks both) matches rank 0's labels with every rank's predictions: the score on "
         "every rank but 0 compares the wrong pairs, and rank 0's covers only its own shard.",
     ),
+    "DDL191": (
+        "an attribute Accelerate's Accelerator does not have (`accelerator.num_process`, `accelerator.is_main`)",
+        "spell it as Accelerate does: num_processes, is_main_process, wait_for_everyone, process_index",
+        "a-accelerator-prepare-and-backward",
+        "Accelerator answers its own names only; a misspelled one raises AttributeError where it is reached: at "
+        "the first step (TextBox's `accelerator.num_process`, every multi-GPU run), or only on the branch a "
+        "one-GPU test never takes. A name read through `getattr(accelerator, name, default)` is left alone.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1033,6 +1041,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL191",
         "DDL190",
         "DDL189",
         "DDL188",
@@ -4231,9 +4240,20 @@ def _in_body(node, branch):
 
 
 def not_distributed(test):
-    """`not args.distributed`, `args.local_rank == -1`: true in a one-process run only."""
+    """`not args.distributed`, `args.local_rank == -1`, `'RANK' not in os.environ` (no launcher set it:
+    PersonReID-YouReID's `'RANK' not in os.environ or int(os.environ['RANK']) == 0`, corpus 38): true in a
+    one-process run only."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return bool(DISTRIBUTED_FLAG.fullmatch(ast.unparse(test.operand)))
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.NotIn)
+        and isinstance(test.left, ast.Constant)
+        and test.left.value in ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+        and dotted(test.comparators[0]) == "os.environ"
+    ):
+        return True
     return (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -7567,6 +7587,72 @@ class GatheredBesideLocal(Rule):
                 return
 
 
+# What accelerate's Accelerator answers (accelerate 1.15's dir() of the class and of an instance, public
+# names), and the names of earlier releases scripts still use (`use_fp16`, `deepspeed_config`) (DDL191)
+ACCELERATOR_API = frozenset(
+    "accumulate autocast backward check_trigger clear clip_grad_norm_ clip_grad_value_ context_parallel_rank "
+    "data_parallel_rank data_parallel_shard_rank deepspeed_plugin deepspeed_ulysses_dl_adapter device "
+    "dispatch_batches distributed_type end_training even_batches fp8_backend free_memory gather "
+    "gather_for_metrics get_state_dict get_tracker gradient_accumulation_steps init_trackers "
+    "is_composable_parallelism_enabled is_fsdp2 is_last_process is_local_main_process is_main_process "
+    "join_uneven_inputs load_state local_main_process_first local_process_index log logging_dir lomo_backward "
+    "main_process_first maybe_context_parallel mixed_precision multi_device no_sync non_blocking num_processes "
+    "on_last_process on_local_main_process on_local_process on_main_process on_process "
+    "optimizer_step_was_skipped pad_across_processes parallelism_config pipeline_parallel_rank prepare "
+    "prepare_data_loader prepare_model prepare_optimizer prepare_scheduler print process_index profile "
+    "project_dir reduce register_for_checkpointing register_load_state_pre_hook register_save_state_pre_hook "
+    "save save_iteration save_model save_state set_trigger should_save_model skip_first_batches split_batches "
+    "split_between_processes sync_gradients tensor_parallel_rank torch_device_mesh trigger_sync_in_backward "
+    "unscale_gradients unwrap_model use_distributed use_seedable_sampler use_stateful_dataloader "
+    "verify_device_map wait_for_everyone ao_recipe_handler autocast_handler dataloader_config ddp_handler "
+    "delayed_fp8_autocast device_placement flag_tensor fp8_enabled fp8_recipe_handler gradient_state "
+    "has_fp8_handler has_lomo_optimizer init_handler log_with msamp_recipe_handler native_amp profile_handler "
+    "project_configuration rng_types scaler scaler_handler state step step_scheduler_with_optimizer "
+    "te_recipe_handler trackers use_fp16 fp16 deepspeed_config deepspeed_engine_wrapped fsdp_plugin "
+    "megatron_lm_plugin kwargs_handlers torch_tp_plugin".split()
+)
+
+
+class AcceleratorMisspelled(Rule):
+    """DDL191: `accelerator.num_process` where `accelerator = Accelerator(...)` (or `self.accelerator`, bound so
+    in the class): a name the Accelerator does not have (TextBox's trainer, corpus 38). Not a name the script
+    binds on it itself (`accelerator.my_flag = ...`), nor a read under a getattr or hasattr."""
+
+    code = "DDL191"
+
+    def begin(self):
+        self.holders = {
+            dotted(t)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) == "Accelerator"
+            for t in n.targets
+        }
+        self.holders.discard("")
+        self.own = {
+            n.attr
+            for n in self.m.nodes
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.ctx, ast.Store)
+            and dotted(n.value) in self.holders
+        }
+        self.seen = set()
+        return bool(self.holders)
+
+    def visit_Attribute(self, node):
+        if (
+            isinstance(node.ctx, ast.Load)
+            and dotted(node.value) in self.holders
+            and not node.attr.startswith("_")
+            and node.attr not in ACCELERATOR_API
+            and node.attr not in self.own
+            and node.attr not in self.seen
+        ):
+            self.seen.add(node.attr)
+            self.add(node, fixable=False)
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -8544,9 +8630,20 @@ class WrapperAttribute(Rule):
         position = (node.lineno, node.col_offset)
         for method, at in self.self_wraps.get(cls, {}).get(name, []):
             constructor = method is not None and method.name == "__init__" and scope is not method
+            if constructor and self.only_before(scope, method, at):
+                continue  # a method __init__ alone calls, before its wrap (OpenTransformer's load_model)
             if constructor or scope is method and at < position:
                 return True
         return False
+
+    def only_before(self, scope, method, at):
+        """Whether every call of `scope` in the module is in `method`, before `at`."""
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        calls = self.m.calls.get(scope.name, [])
+        return bool(calls) and all(
+            self.function_of(c) is method and (c.lineno, c.col_offset) < at for c in calls
+        )
 
     def visit_Call(self, node):
         """`hasattr(model, "init_params")` or `getattr(model, "no_weight_decay", None)` on the wrapper: False, or
@@ -10116,6 +10213,12 @@ class NoSetDevice(Rule):
         if any("deepspeed" in w.lower() for w in names | words):
             return False
         self.defaults = []
+        # a module that imports this one sets the device before it builds what this module runs
+        # (OpenTransformer's run.py, then `Trainer(...)` of otrans/train/trainer.py: corpus 38)
+        if self.m.root is not None and Project.device_set_by_an_importer(
+            self.m.root, Path(self.m.path).stem
+        ):
+            return False
         return not self.m.calls_a_helper_saying(
             "set_device"
         )  # an init_distributed_mode that sets it
@@ -10532,6 +10635,7 @@ RULE_CLASSES = [
     ClockNamedRun,
     DiscardedWrapper,
     GatheredBesideLocal,
+    AcceleratorMisspelled,
 ]
 
 
@@ -11006,16 +11110,25 @@ class Project:
     @functools.cache
     def single_node(root):
         """Whether a repository's commands launch distributed runs (torchrun, torch.distributed.launch,
-        accelerate launch, deepspeed, --nproc_per_node) and none of its pages or shell scripts names more than
+        accelerate launch, deepspeed, --nproc_per_node, `--multiprocessing-distributed --world-size 1`) and none
+        of its pages or shell scripts names more than
         one machine (--nnodes other than 1, --node_rank, --num_machines, --master_addr, a hostfile, srun or
         sbatch, "multi-node", "multiple nodes")."""
         commands = Project.commands(root)
+        # pytorch/examples' imagenet launch, which MoCo-style research code keeps: `--multiprocessing-distributed
+        # --world-size 1 --rank 0`, the world size counting nodes (MoPro's README, corpus 38)
+        spawned = r"--multiprocessing[-_]distributed"
         if not any(
             re.search(
-                r"torchrun|torch\.distributed\.(launch|run)|accelerate launch|deepspeed|nproc_per_node",
+                r"torchrun|torch\.distributed\.(launch|run)|accelerate launch|deepspeed|nproc_per_node|"
+                + spawned,
                 c,
             )
             for c in commands
+        ):
+            return False
+        if any(
+            re.search(spawned, c) and not re.search(r"--world[-_]size[= ]+1\b", c) for c in commands
         ):
             return False
         return not Project.names_several_nodes(root)
@@ -11162,6 +11275,18 @@ class Project:
                     if not name.endswith(".py") or re.search(r"lightning|strategy", text, re.I):
                         said |= strategies_in(text)
         return said
+
+    @staticmethod
+    @functools.cache
+    def device_set_by_an_importer(root, stem):
+        """Whether a Python file of the repository imports a module named `stem` and calls set_device (DDL150)."""
+        imports = re.compile(
+            rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M
+        )
+        return any(
+            "set_device(" in text and imports.search(text)
+            for text in (Project.text(page) for page in Project.pages(root, (".py",)))
+        )
 
     @staticmethod
     @functools.cache
