@@ -6324,7 +6324,7 @@ class ReadWithoutBarrier(Rule):
         kind = ReadWithoutBarrier.TABLES.get(callee) or ReadWithoutBarrier.TABLES.get(
             dotted(call.func)
         )
-        if kind is not None and "." in callee + dotted(call.func) and call.args:
+        if kind is not None and "." in dotted(call.func) and call.args:
             return kind, ast.unparse(call.args[0])
         if callee == "open" and call.args:
             mode = call.args[1] if len(call.args) > 1 else keyword(call, "mode")
@@ -7461,7 +7461,8 @@ class ClockNamedRun(Rule):
             isinstance(n, ast.Call) and "broadcast" in last(dotted(n.func)) for n in self.m.nodes
         ):
             return  # the stamp may be rank 0's, sent to the others
-        for scope in [self.m.tree, *(f for f in self.m.nodes if isinstance(f, DEFINITIONS[:2]))]:
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        for scope in [self.m.tree, *(f for f in self.m.nodes if isinstance(f, functions))]:
             inside = list(scope_nodes(scope))
             binds = sorted((n for n in inside if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
             stamped = [b for b in binds if self.reads_clock(b.value) and not self.m.guarded(b)]
@@ -7528,11 +7529,12 @@ class GatheredBesideLocal(Rule):
     distributed_only = True
 
     @staticmethod
-    def gathers(value):
-        return any(
-            isinstance(n, ast.Call) and "gather" in last(dotted(n.func)).lower()
-            for n in ast.walk(value)
-        )
+    def is_gather(node):
+        """all_gather, accelerator.gather, gather_for_metrics, a project's concat_all_gather."""
+        return isinstance(node, ast.Call) and "gather" in last(dotted(node.func)).lower()
+
+    def gathers(self, value):
+        return any(self.is_gather(n) for n in ast.walk(value))
 
     def visit_For(self, node):
         inside = [n for s in node.body for n in ast.walk(s)]
@@ -7555,9 +7557,7 @@ class GatheredBesideLocal(Rule):
         for n in binds:
             name = n.targets[0].id
             batch_gathered = any(
-                isinstance(c, ast.Call)
-                and "gather" in last(dotted(c.func)).lower()
-                and any(mentions_any(a, bound) for a in c.args)
+                self.is_gather(c) and any(mentions_any(a, bound) for a in c.args)
                 for c in ast.walk(n.value)
             )
             # made from a gathered value (`tau = ema.update_tau(margin_global)`: dynamic_beta's, corpus 35)
@@ -7568,7 +7568,7 @@ class GatheredBesideLocal(Rule):
         handed = {  # a name handed to a gather in the loop is not left local
             a.id
             for n in inside
-            if isinstance(n, ast.Call) and "gather" in last(dotted(n.func)).lower()
+            if self.is_gather(n)
             for a in ast.walk(n)
             if isinstance(a, ast.Name)
         }
@@ -8142,7 +8142,7 @@ class UnreducedEvalLog(Rule):
         handed, given a sharded one (AI-system-work-4's `bleu_score = evaluate(model, val_loader, ...)`, corpus
         37): the anchor is the call, the name its result."""
         loaders = self.sharded_eval_loaders()
-        piles, returning = [], {}
+        piles, returning, self.reducing = [], {}, {}
         for loop in self.m.nodes:
             if not isinstance(loop, (ast.For, ast.AsyncFor)):
                 continue
@@ -8196,7 +8196,10 @@ class UnreducedEvalLog(Rule):
         return piles
 
     def reduces_in(self, function):
-        return any(
+        """Whether a function reduces, gathers or syncs anything (read once a function: `self.reducing`)."""
+        if function in self.reducing:
+            return self.reducing[function]
+        self.reducing[function] = any(
             isinstance(n, ast.Call)
             and (
                 reduces(n)
@@ -8205,6 +8208,7 @@ class UnreducedEvalLog(Rule):
             )
             for n in ast.walk(function)
         )
+        return self.reducing[function]
 
     @staticmethod
     def loops_over_a_parameter(loop, function):
@@ -11087,13 +11091,18 @@ class Project:
         )
 
     @staticmethod
+    def python_texts(root):
+        """The text of each Python file of the repository (Project.pages'), one after another."""
+        return (Project.text(page) for page in Project.pages(root, (".py",)))
+
+    @staticmethod
     @functools.cache
     def asserts_local_is_global(root):
         """Whether a module of the repository asserts that the local rank is the global one (`assert
         args.local_rank == torch.distributed.get_rank()`: Point-BERT's main.py and the repositories built on it,
         corpora 11, 13 and 19, seen): the run is one node's, and its local rank 0 is rank 0."""
         said = re.compile(r"^\s*assert\s+[\w.]*local_rank\s*==\s*[\w.]*get_rank\(\)", re.M)
-        return any(said.search(Project.text(page)) for page in Project.pages(root, (".py",)))
+        return any(said.search(text) for text in Project.python_texts(root))
 
     @staticmethod
     @functools.cache
@@ -11284,8 +11293,7 @@ class Project:
             rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M
         )
         return any(
-            "set_device(" in text and imports.search(text)
-            for text in (Project.text(page) for page in Project.pages(root, (".py",)))
+            "set_device(" in text and imports.search(text) for text in Project.python_texts(root)
         )
 
     @staticmethod
@@ -11296,7 +11304,7 @@ class Project:
         return any(
             re.search(r"trainer\.test\(", text)
             and not re.search(r"Trainer\([^)]*\b(gpus|devices)\s*=\s*1\b", text)
-            for text in (Project.text(page) for page in Project.pages(root, (".py",)))
+            for text in Project.python_texts(root)
         )
 
     @staticmethod
@@ -11305,15 +11313,14 @@ class Project:
         """Whether a Python file of the repository calls set_epoch, or trains through a library whose loop sets
         it on the loader's sampler (Lightning's fit loop: OpenSTL's loaders, corpus 27; accelerate's prepared
         loaders; transformers' Trainer) (DDL105): read once a run."""
-        return any(EPOCHS_SET.search(Project.text(page)) for page in Project.pages(root, (".py",)))
+        return any(EPOCHS_SET.search(text) for text in Project.python_texts(root))
 
     @staticmethod
     @functools.cache
     def asks_for_a_sum(root):
         """Whether a Python file of the repository makes a loss with reduction="sum" (DDL181): read once a run."""
         return any(
-            re.search(r"reduction\s*=\s*['\"]sum", Project.text(page))
-            for page in Project.pages(root, (".py",))
+            re.search(r"reduction\s*=\s*['\"]sum", text) for text in Project.python_texts(root)
         )
 
     @staticmethod
@@ -11321,7 +11328,7 @@ class Project:
     def offers_option(root, key):
         """Whether a repository's code declares `--key` (or `--key-with-dashes`) as a command-line option."""
         option = re.compile(rf"['\"]--{re.escape(key).replace('_', '[_-]')}['\"]")
-        return any(option.search(Project.text(page)) for page in Project.pages(root, (".py",)))
+        return any(option.search(text) for text in Project.python_texts(root))
 
     @staticmethod
     @functools.cache
@@ -11373,9 +11380,9 @@ class Project:
         method = re.compile(r"def val_dataloader\(.*?(?=\n\s*def |\Z)", re.S)
         return any(
             "DistributedSampler" in body
-            for page in Project.pages(root, (".py",))
-            if "val_dataloader" in Project.text(page)
-            for body in method.findall(Project.text(page))
+            for text in Project.python_texts(root)
+            if "val_dataloader" in text
+            for body in method.findall(text)
         )
 
     @staticmethod
