@@ -507,6 +507,37 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL193": (
+        "import random\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "class EndlessSampler:\n    def __init__(self, dataset):\n        self.order = list(range(len(dataset)))\n"
+        "    def __iter__(self):\n        while True:\n            random.shuffle(self.order)\n"
+        "            yield from self.order\n"
+        "accelerator = Accelerator()\n"
+        "loader = DataLoader(data, batch_size=8, sampler=EndlessSampler(data))\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n",
+        "import random\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+        "class EndlessSampler:\n    def __init__(self, dataset):\n        self.order = list(range(len(dataset)))\n"
+        "    def __iter__(self):\n        while True:\n            random.shuffle(self.order)\n"
+        "            yield from self.order\n"
+        "from accelerate.utils import set_seed\nset_seed(0)\naccelerator = Accelerator()\n"
+        "loader = DataLoader(data, batch_size=8, sampler=EndlessSampler(data))\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n",
+    ),
+    "DDL192": (
+        "import torch.distributed as dist\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "dist.init_process_group('nccl')\nmodel = FSDP(net)\n"
+        "for step, (x, y) in enumerate(loader):\n    (model(x) - y).pow(2).mean().backward()\n"
+        "    if (step + 1) % 4 == 0:\n        optimizer.step()\n        optimizer.zero_grad()\n"
+        "dist.destroy_process_group()\n",
+        "import contextlib\nimport torch.distributed as dist\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "dist.init_process_group('nccl')\nmodel = FSDP(net)\n"
+        "for step, (x, y) in enumerate(loader):\n    last = (step + 1) % 4 == 0\n"
+        "    with contextlib.nullcontext() if last else model.no_sync():\n"
+        "        (model(x) - y).pow(2).mean().backward()\n"
+        "    if last:\n        optimizer.step()\n        optimizer.zero_grad()\n"
+        "dist.destroy_process_group()\n",
+    ),
     "DDL191": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"

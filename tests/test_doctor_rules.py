@@ -6440,3 +6440,83 @@ def test_a_trainer_module_whose_importer_sets_the_device(tmp_path):
         files = {".git/HEAD": "", "pkg/__init__.py": "", "pkg/trainer.py": trainer, "run.py": run}
         found = check_in_project(tmp_path / f"t{i}", files, "pkg/trainer.py")
         assert ("DDL150" in found) is expected, (run, found)
+
+
+SHUFFLING_SAMPLER = (  # an endless sampler of the project that reshuffles with random's global stream
+    "import random\nclass EndlessSampler:\n    def __init__(self, dataset):\n"
+    "        self.order = list(range(len(dataset)))\n        random.shuffle(self.order)\n"
+    "    def __iter__(self):\n        while True:\n            random.shuffle(self.order)\n"
+    "            yield from self.order\n"
+    "def get_sampler(dataset):\n    return EndlessSampler(dataset)\n"
+)
+
+
+def test_an_unseeded_sampler_a_helper_of_another_module_returns_under_prepare(tmp_path):
+    """DDL193, corpora 32 and 36 (seen): mini_music_tagging's and Speech_flow's InfiniteSampler shuffle with
+    random's stream in each process, and accelerator.prepare deals the loader's batches out by process; the
+    script seeds nothing, so each process draws its own order. Reported at the call that makes the sampler,
+    through a helper of another module too; not where the script seeds the stream alike first."""
+    train = (
+        ACCELERATE_HEAD + "from torch.utils.data import DataLoader\n{seed}"
+        "from samplers import {name}\nsampler = {name}(data)\n"
+        "loader = DataLoader(data, batch_size=8, sampler=sampler)\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+    )
+    for i, name in enumerate(("EndlessSampler", "get_sampler")):
+        for seed, expected in (
+            ("", True),
+            ("from accelerate.utils import set_seed\nset_seed(0)\n", False),
+        ):
+            files = {
+                ".git/HEAD": "",
+                "samplers.py": SHUFFLING_SAMPLER,
+                "train.py": train.format(seed=seed, name=name),
+            }
+            found = check_in_project(tmp_path / f"t{i}{expected}", files, "train.py", where=True)
+            assert ((7 + seed.count("\n"), "DDL193") in found) is expected, (name, seed, found)
+
+
+def test_a_dataset_shuffled_in_its_constructor_under_a_distributed_sampler():
+    """DDL193: a dataset whose __init__ shuffles its file list with numpy's global stream (rnnt_whisper's
+    AudioDataset, corpus 32, seen), under a DistributedSampler that splits the indexes of that list as if it
+    were alike on every rank. Not with a generator of its own seeded alike, nor with the stream seeded."""
+    script = (
+        DDP_HEAD + "import numpy as np\nclass Clips(torch.utils.data.Dataset):\n"
+        "    def __init__(self, files):\n        self.files = list(files)\n        {shuffle}\n"
+        "    def __len__(self):\n        return len(self.files)\n"
+        "    def __getitem__(self, i):\n        return self.files[i]\n"
+        "{seed}data = Clips(paths)\nsampler = DistributedSampler(data)\n"
+        "loader = DataLoader(data, batch_size=8, sampler=sampler)\n" + DDP_TAIL
+    )
+    bad = {"shuffle": "np.random.shuffle(self.files)", "seed": ""}
+    assert "DDL193" in codes_of(script, **bad)
+    assert "DDL193" not in codes_of(script, **{**bad, "seed": "np.random.seed(0)\n"})
+    own = "np.random.default_rng(0).shuffle(self.files)"
+    assert "DDL193" not in codes_of(script, **{**bad, "shuffle": own})
+
+
+def test_a_sampler_that_shuffles_then_takes_its_rank_share_and_a_seed_elsewhere(tmp_path):
+    """DDL193 under raw DDP: a sampler that shuffles with random's stream, then slices the order by its rank
+    (each process slices its own order). Not one that takes its share first and shuffles it after (X-VLM's
+    file shards, corpus 26, seen), nor in a repository whose main script seeds the stream (Dialog_Extension,
+    corpus 27, seen)."""
+    sampler = (
+        "import random\nclass ShardSampler(torch.utils.data.Sampler):\n"
+        "    def __init__(self, n, rank, world):\n        self.n, self.rank, self.world = n, rank, world\n"
+        "    def __iter__(self):\n        order = list(range(self.n))\n{body}"
+        "        return iter(order)\n"
+    )
+    script = (
+        DDP_HEAD
+        + sampler
+        + "loader = DataLoader(data, sampler=ShardSampler(len(data), r, w))\n"
+        + DDP_TAIL
+    )
+    before = "        random.shuffle(order)\n        order = order[self.rank :: self.world]\n"
+    after = "        order = order[self.rank :: self.world]\n        random.shuffle(order)\n"
+    assert "DDL193" in codes_of(script, body=before)
+    assert "DDL193" not in codes_of(script, body=after)
+    files = {".git/HEAD": "", "runner.py": script.format(body=before)}
+    assert "DDL193" in check_in_project(tmp_path / "a", files, "runner.py")
+    seeded = {**files, "main.py": "import random\nimport runner\nrandom.seed(0)\n"}
+    assert "DDL193" not in check_in_project(tmp_path / "b", seeded, "runner.py")
