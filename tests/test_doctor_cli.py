@@ -274,13 +274,13 @@ def test_explain_marks_the_preview_rules_and_gives_each_rules_measured_precision
     assert f"right in {true} of {judged} findings" in doctor.explain("DDL107")
     assert "a preview rule, run with --preview" in doctor.explain("DDL107")
     assert doctor.explain("DDL102").endswith("runs by default.")
-    assert "no finding yet" in doctor.explain("DDL123")  # never fired in public: runs by default
-    assert "DDL123" not in doctor.PREVIEW
+    assert "no finding yet" in doctor.explain("DDL104")  # never fired in public: runs by default
+    assert "DDL104" not in doctor.PREVIEW
 
 
 def test_a_rule_no_never_seen_set_has_measured_is_a_preview_rule(monkeypatch):
-    monkeypatch.setattr(doctor, "UNMEASURED", frozenset({"DDL123"}))
-    assert "a preview rule until one measures it" in doctor.explain("DDL123")
+    monkeypatch.setattr(doctor, "UNMEASURED", frozenset({"DDL104"}))
+    assert "a preview rule until one measures it" in doctor.explain("DDL104")
 
 
 def test_a_rules_own_bug_is_one_error_line_and_the_other_rules_still_report(
