@@ -507,6 +507,20 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL194": (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "unet, optimizer, loader = accelerator.prepare(unet, optimizer, loader)\n"
+        "for step, batch in enumerate(loader):\n    accelerator.backward(unet(batch).mean())\n"
+        "    optimizer.step()\n    ema.step(unet.parameters())\n"
+        "    if step % 500 == 0 and accelerator.is_main_process:\n"
+        "        ema.copy_to(unet.parameters())\n        save(unet)\n",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "unet, optimizer, loader = accelerator.prepare(unet, optimizer, loader)\n"
+        "for step, batch in enumerate(loader):\n    accelerator.backward(unet(batch).mean())\n"
+        "    optimizer.step()\n    ema.step(unet.parameters())\n"
+        "    if step % 500 == 0 and accelerator.is_main_process:\n        ema.store(unet.parameters())\n"
+        "        ema.copy_to(unet.parameters())\n        save(unet)\n        ema.restore(unet.parameters())\n",
+    ),
     "DDL193": (
         "import random\nfrom accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
         "class EndlessSampler:\n    def __init__(self, dataset):\n        self.order = list(range(len(dataset)))\n"

@@ -6520,3 +6520,99 @@ def test_a_sampler_that_shuffles_then_takes_its_rank_share_and_a_seed_elsewhere(
     assert "DDL193" in check_in_project(tmp_path / "a", files, "runner.py")
     seeded = {**files, "main.py": "import random\nimport runner\nrandom.seed(0)\n"}
     assert "DDL193" not in check_in_project(tmp_path / "b", seeded, "runner.py")
+
+
+def test_what_corpus_39_taught_about_slurm_batch_scripts_wrappers_and_node_writers(tmp_path):
+    """Corpus 39 (seen). SDACD's README says `sbatch train.sh`, and train.sh asks for no node count (Slurm's
+    default is one node) before `torch.distributed.launch --nproc_per_node=2`: its `local_rank == 0` saves are the
+    job's one writer (DDL107, twelve judged false); a batch script asking for two nodes, or one starting its
+    tasks with srun and no node count, names several. The satellite ViT's `model = model.to(device)` after
+    its DDP wrap still holds the wrapper, so `model.save_model(...)` after it is the wrapper's (DDL125). MissM's
+    `if local_rank == 0: torch.save(..., best)` then every rank's `torch.load(best)` with no barrier (DDL122)."""
+    script = (
+        DDP_HEAD + "local_rank = int(os.environ['LOCAL_RANK'])\nmodel = DDP(net)\n"
+        "if local_rank == 0:\n    torch.save(model.module.state_dict(), 'model.pt')\n" + DDP_TAIL
+    )
+    launch = "python -m torch.distributed.launch --nproc_per_node=2 train.py\n"
+    for i, (batch, expected) in enumerate(
+        (
+            ("#!/bin/bash\n#SBATCH --gres=gpu:2\n#SBATCH -t 5-1:30:00\n", False),
+            ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:2\n", True),
+            ("#!/bin/bash\n#SBATCH --gres=gpu:2\nsrun ", True),
+        )
+    ):
+        files = {
+            ".git/HEAD": "",
+            "train.py": script,
+            "README.md": "sbatch train.sh\n",
+            "train.sh": batch + launch,
+        }
+        found = check_in_project(tmp_path / f"s{i}", files, "train.py")
+        assert ("DDL107" in found) is expected, (batch, found)
+    moved = (
+        DDP_HEAD + "model = DDP(net)\nif args.resume:\n    model = model.to(device)\n"
+        "if dist.get_rank() == 0:\n    model.save_model(epoch)\n" + DDP_TAIL
+    )
+    assert "DDL125" in codes_of(moved)
+    assert "DDL125" not in codes_of(moved.replace("model = DDP(net)", "model = net"))
+    best = (
+        DDP_HEAD + "local_rank = int(os.environ['LOCAL_RANK'])\nmodel = DDP(net)\n"
+        "if local_rank == 0:\n    torch.save(model.state_dict(), 'best.pt')\n{barrier}"
+        "model.load_state_dict(torch.load('best.pt', map_location='cpu'))\n" + DDP_TAIL
+    )
+    assert_found("DDL122", best, ["barrier"], [("", True), ("dist.barrier()\n", False)])
+
+
+def test_what_corpus_39_taught_the_loss_amp_and_gather_rules():
+    """Corpus 39 (seen): HEIST's `F.mse_loss(..., reduction='sum') / high_mask.sum()`, a sum divided by the
+    rank's own count, a mean that DDP's average keeps (DDL123, three judged false); a parameter annotated
+    `scaler: torch.cuda.amp.GradScaler`, which calls nothing (DDL102, judged false); MissM's evaluation, whose
+    loss reads the local `labels` eight lines above the line that gathers them (DDL190, judged false); and
+    torch.distributed's own `get_rank() == 0` is no test of a `distributed` flag, so a custom method read
+    through the wrapper under it is still reported (DDL125)."""
+    summed = (
+        DDP_HEAD + "model = DDP(net)\nfor x, y, mask in loader:\n"
+        "    loss = F.mse_loss(model(x) * mask, y * mask, reduction='sum'){divided}\n"
+        "    loss.backward()\n" + DDP_TAIL
+    )
+    assert_found("DDL123", summed, ["divided"], [("", True), (" / mask.sum()", False)])
+    annotated = (
+        "import torch\ndef train_step(model, scaler{annotation}):\n"
+        "    scaler.scale(model(x).sum()).backward()\n"
+    )
+    assert "DDL102" not in codes_of(annotated, annotation=": torch.cuda.amp.GradScaler")
+    assert "DDL102" in codes_of(annotated + "scaler = torch.cuda.amp.GradScaler()\n", annotation="")
+    evaluated = (
+        DDP_HEAD + "def gather(t):\n    out = [torch.zeros_like(t) for _ in range(2)]\n"
+        "    dist.all_gather(out, t)\n    return torch.cat(out)\n"
+        "for x, batch in loader:\n    labels = batch['label'].to(device)\n    outputs = model(x)\n"
+        "    loss = criterion(outputs, labels)\n    preds = gather(outputs.argmax(1))\n"
+        "    {gathered} = gather(labels)\n    metric.update(preds, {used})\n" + DDP_TAIL
+    )
+    assert "DDL190" not in codes_of(evaluated, gathered="labels", used="labels")
+    mixed = evaluated.replace(
+        "outputs = model(x)\n", "outputs = model(x)\n    y = batch['y'].to(device)\n"
+    )
+    assert "DDL190" in codes_of(mixed, gathered="labels", used="y")
+    guarded = (
+        DDP_HEAD
+        + "model = DDP(net)\nif dist.get_rank() == 0:\n    model.save_model(epoch)\n"
+        + DDP_TAIL
+    )
+    assert "DDL125" in codes_of(guarded)
+    assert "DDL125" not in codes_of(guarded.replace("dist.get_rank() == 0", "args.distributed"))
+
+
+def test_a_continue_rank_zero_alone_takes_past_the_loops_break():
+    """DDL134, corpus 39 (seen): speech_llm's `if step % save_every == 0 and accelerator.is_main_process:
+    continue` before `if step == training_steps: break`. At a last step that is also a save step, rank 0 skips
+    the break and trains on into an all-reduce the others, gone, never join. Not a continue every rank takes."""
+    script = (
+        ACCELERATE_HEAD
+        + "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+        "for step, batch in enumerate(loader):\n    accelerator.backward(model(batch).mean())\n"
+        "    optimizer.step()\n    if step % 100 == 0{who}:\n        continue\n"
+        "    if step == 1000:\n        break\n"
+    )
+    assert "DDL134" in codes_of(script, who=" and accelerator.is_main_process")
+    assert "DDL134" not in codes_of(script, who="")
