@@ -6616,3 +6616,43 @@ def test_a_continue_rank_zero_alone_takes_past_the_loops_break():
     )
     assert "DDL134" in codes_of(script, who=" and accelerator.is_main_process")
     assert "DDL134" not in codes_of(script, who="")
+
+
+def test_what_corpus_40_taught_about_own_accelerators_deepspeed_configs_and_gpu_index(tmp_path):
+    """Corpus 40 (seen). VoxCPM's `from voxcpm.training import Accelerator`, a class of its own with rank,
+    barrier and all_reduce (DDL191, six judged false); and accelerate's `get_logger`, no Accelerator either.
+    stunning-octo-parakeet's `accelerate launch --config_file config/accelerate_config/deepspeed` (a file with
+    no suffix, distributed_type DEEPSPEED): prepare() returns DeepSpeed's engine, which forwards attributes
+    (DDL125, seven judged false). monosdf's `self.GPU_INDEX == 0`, its local rank, is a rank check (DDL107, seven
+    judged false in its single-node repository)."""
+    own = (
+        "from {module} import Accelerator\n{logger}accelerator = Accelerator()\n"
+        "model = accelerator.prepare(model)\naccelerator.barrier()\n"
+    )
+    assert "DDL191" in codes_of(own, module="accelerate", logger="")
+    assert "DDL191" not in codes_of(own, module="voxcpm.training", logger="")
+    logged = "from accelerate.logging import get_logger\nlogger = get_logger(__name__)\nlogger.warning('x')\n"
+    assert "DDL191" not in codes_of(logged)
+    trainer = (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer = accelerator.prepare(model, optimizer)\nmodel.language_model.train()\n"
+    )
+    for i, (config, expected) in enumerate(
+        (("distributed_type: DEEPSPEED\n", False), ("distributed_type: MULTI_GPU\n", True))
+    ):
+        files = {
+            ".git/HEAD": "",
+            "train.py": trainer,
+            "run.sh": "accelerate launch --config_file configs/launch --num_processes 8 train.py\n",
+            "configs/launch": "compute_environment: LOCAL_MACHINE\n" + config,
+        }
+        found = check_in_project(tmp_path / f"d{i}", files, "train.py")
+        assert ("DDL125" in found) is expected, (config, found)
+    saved = (
+        DDP_HEAD
+        + "class Trainer:\n    def __init__(self, gpu_index):\n        self.GPU_INDEX = gpu_index\n"
+        "        self.model = DDP(net)\n    def run(self):\n        if {test}:\n"
+        "            torch.save(self.model.module.state_dict(), 'last.pt')\n" + DDP_TAIL
+    )
+    assert "DDL107" not in codes_of(saved, test="self.GPU_INDEX == 0")
+    assert "DDL107" in codes_of(saved, test="self.epoch % 10 == 0")
