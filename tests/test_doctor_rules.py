@@ -6614,8 +6614,9 @@ def test_a_continue_rank_zero_alone_takes_past_the_loops_break():
         "    optimizer.step()\n    if step % 100 == 0{who}:\n        continue\n"
         "    if step == 1000:\n        break\n"
     )
-    assert "DDL134" in codes_of(script, who=" and accelerator.is_main_process")
-    assert "DDL134" not in codes_of(script, who="")
+    assert_found(
+        "DDL134", script, ["who"], [(" and accelerator.is_main_process", True), ("", False)]
+    )
 
 
 def test_what_corpus_40_taught_about_own_accelerators_deepspeed_configs_and_gpu_index(tmp_path):

@@ -2596,6 +2596,20 @@ class Rule:
     def function_of(self, node):
         return function_of(self.m, node)
 
+    def bound_before(self, call, name):
+        """What `name` was last bound to before `call` in its function: `state_dict = self.vae.state_dict()`
+        then `torch.save(state_dict, model_path)` (phenaki's trainer, corpus 33)."""
+        scope = self.function_of(call) or self.m.tree
+        values = [
+            n.value
+            for n in scope_nodes(scope, DEFINITIONS)
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and dotted(n.targets[0]) == name
+            and n.lineno < call.lineno
+        ]
+        return values[-1] if values else None
+
     def in_test(self, node):
         """Inside a test_* function: a test runs in one process."""
         function = self.function_of(node)
@@ -3327,20 +3341,6 @@ class WrappedStateDict(CallRule):
         return handed is not None and not any(
             dotted(g) in self.m.wrapped for _, given in handed for g in given
         )
-
-    def bound_before(self, call, name):
-        """What `name` was last bound to before `call` in its function: `state_dict = self.vae.state_dict()`
-        then `torch.save(state_dict, model_path)` (phenaki's trainer, corpus 33)."""
-        scope = self.function_of(call) or self.m.tree
-        values = [
-            n.value
-            for n in scope_nodes(scope, DEFINITIONS)
-            if isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and dotted(n.targets[0]) == name
-            and n.lineno < call.lineno
-        ]
-        return values[-1] if values else None
 
     def own_wrapper_unwraps(self, owner):
         """The wrap is the project's own DistributedDataParallel class, whose `state_dict` returns the inner
@@ -7888,7 +7888,8 @@ class UnseededShuffleBeforeTheShard(Rule):
         name = last(dotted(node.func))
         if name == "DistributedSampler":
             dataset = node.args[0] if node.args else keyword(node, "dataset")
-            made = self.made_by(node, dataset)
+            made = self.bound_before(node, dataset.id) if isinstance(dataset, ast.Name) else dataset
+            made = made if isinstance(made, ast.Call) else None
             cls = self.class_of(made) if made is not None else None
             if cls is not None and self.init_shuffles(cls):
                 self.report(node)
@@ -7937,25 +7938,6 @@ class UnseededShuffleBeforeTheShard(Rule):
             and shuffles_globally(methods["__init__"])
         )
 
-    def made_by(self, node, value):
-        """The call a name was last bound to before `node`, in its function or the module."""
-        if isinstance(value, ast.Call):
-            return value
-        if not isinstance(value, ast.Name):
-            return None
-        scope = self.function_of(node) or self.m.tree
-        made = None
-        for n in ast.walk(scope):
-            if (
-                isinstance(n, ast.Assign)
-                and n.lineno < node.lineno
-                and any(dotted(t) == value.id for t in n.targets)
-                and isinstance(n.value, ast.Call)
-            ):
-                if made is None or n.lineno > made.lineno:
-                    made = n.value
-        return made
-
     def report(self, node):
         if node.lineno not in self.reported:
             self.reported.add(node.lineno)
@@ -8002,14 +7984,7 @@ class WeightsChangedOnOneRank(Rule):
     def in_a_training_loop(self, node):
         """Inside a loop whose body runs a backward (`loss.backward()`, `accelerator.backward(loss)`)."""
         return any(
-            isinstance(loop, (ast.For, ast.While))
-            and any(
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and n.func.attr == "backward"
-                for s in loop.body
-                for n in ast.walk(s)
-            )
+            isinstance(loop, (ast.For, ast.While)) and backward_in(loop.body)
             for loop in self.m.parents_of(node)
         )
 
@@ -9129,38 +9104,29 @@ class WrapperAttribute(Rule):
                     return True
         return False
 
+    def branches(self, node):
+        """The `if`s around `node`, each with True where `node` sits in its body, False in its else."""
+        sides, child = {}, node
+        for parent in self.m.parents_of(node):
+            if isinstance(parent, ast.If):
+                sides[parent] = child in parent.body
+            child = parent
+        return sides
+
     def apart(self, binding, node):
         """Whether a binding and an access sit in different branches of one `if` (a DDP wrap under
         `if args.distributed:`, a DataParallel use under its `elif`): the binding never reaches the access."""
-
-        def branch_of(n):
-            sides, child = {}, n
-            for parent in self.m.parents_of(n):
-                if isinstance(parent, ast.If):
-                    sides[parent] = "body" if child in parent.body else "orelse"
-                child = parent
-            return sides
-
-        ours = branch_of(node)
-        return any(ours.get(p, side) != side for p, side in branch_of(binding).items())
+        ours = self.branches(node)
+        return any(ours.get(p, side) != side for p, side in self.branches(binding).items())
 
     def exclusive(self, binding, node):
         """Whether no run reaches both: they sit in different branches of one `if`, or of two `if`s that test
         the same thing (`if args.use_peft:` around the prepare, a later `if args.use_peft: ... else:` around the
         read)."""
-        if self.apart(binding, node):
-            return True
-
-        def sides(n):
-            found, child = {}, n
-            for parent in self.m.parents_of(n):
-                if isinstance(parent, ast.If):
-                    found[ast.unparse(parent.test)] = child in parent.body
-                child = parent
-            return found
-
-        theirs = sides(binding)
-        return any(theirs.get(test, side) != side for test, side in sides(node).items())
+        theirs = {ast.unparse(p.test): side for p, side in self.branches(binding).items()}
+        return self.apart(binding, node) or any(
+            theirs.get(ast.unparse(p.test), side) != side for p, side in self.branches(node).items()
+        )
 
     def other_branch(self, branching, node):
         """The source of the branch of an if (or a conditional expression) that does not hold `node`."""
