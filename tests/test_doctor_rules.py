@@ -6657,3 +6657,153 @@ def test_what_corpus_40_taught_about_own_accelerators_deepspeed_configs_and_gpu_
     )
     assert "DDL107" not in codes_of(saved, test="self.GPU_INDEX == 0")
     assert "DDL107" in codes_of(saved, test="self.epoch % 10 == 0")
+
+
+def test_what_corpus_41_taught_about_one_process_modes_and_launch_scripts(tmp_path):
+    """Corpus 41 (seen). OpenMatch's `-reinfoselect` mode, a single-dash option its pages run in one process
+    only, while its distributed script's lines end in `\\ # comment` (continuations as their writer meant):
+    the writes of that mode were twelve false findings. Its else of `if args.local_rank != -1:` is the
+    one-process run. Amdg's `set_fp16`, called under `if self.config.fp16:` only, a flag off by default that
+    no run passes: its APEX lines were two false default findings."""
+    main = (
+        DDP_HEAD + "import argparse\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('-reinfoselect', action='store_true', default=False)\n"
+        "args = parser.parse_args()\nmodel = DDP(net)\n"
+        "def train_rl(args, model):\n    torch.save(model.module.state_dict(), args.save)\n"
+        "if args.reinfoselect:\n    train_rl(args, model)\n" + DDP_TAIL
+    )
+    dist_script = (
+        "python -u -m torch.distributed.launch \\ # start the ranks\n"
+        "--nproc_per_node=4 train.py \\ # the file\n    -task ranking\n"
+    )
+    for i, (page, expected) in enumerate(
+        (
+            (
+                "```\nCUDA_VISIBLE_DEVICES=0 python train.py \\\n    -reinfoselect -task x\n```\n",
+                [],
+            ),
+            ("```\ntorchrun --nproc_per_node 2 train.py -reinfoselect\n```\n", ["DDL107"]),
+        )
+    ):
+        files = {".git/HEAD": "", "train.py": main, "dist.sh": dist_script, "README.md": page}
+        found = check_in_project(tmp_path / f"m{i}", files, "train.py")
+        assert [c for c in found if c == "DDL107"] == expected, (page, found)
+    beside = (
+        DDP_HEAD + "model = DDP(net)\nif args.local_rank != -1:\n"
+        "    torch.save(rows, f'res_{{args.local_rank}}.txt')\n{other}" + DDP_TAIL
+    )
+    assert_found(
+        "DDL107",
+        beside,
+        ["other"],
+        [
+            ("else:\n    torch.save(rows, 'res.txt')\n", False),
+            ("torch.save(rows, 'res.txt')\n", True),
+        ],
+    )
+    trainer = (
+        "import argparse\nimport torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--fp16', type=bool, default=False)\nconfig = parser.parse_args()\n"
+        "class Trainer:\n    def set_fp16(self, model, optimizer):\n"
+        "        from apex import amp\n"
+        "        return amp.initialize(model, optimizer, opt_level='O1')\n"
+        "    def train(self, model, optimizer):\n        dist.init_process_group('nccl')\n"
+        "        model = DistributedDataParallel(model)\n"
+        "        if self.config.fp16:\n            self.set_fp16(model, optimizer)\n"
+        "Trainer().train(model, optimizer)\n"
+    )
+    for i, (flags, expected) in enumerate((("--lr 1", False), ("--lr 1 --fp16 True", True))):
+        files = {
+            ".git/HEAD": "",
+            "trainer.py": trainer,
+            "train.sh": f"torchrun --nproc_per_node 8 trainer.py {flags}\n",
+        }
+        found = check_in_project(tmp_path / f"t{i}", files, "trainer.py")
+        assert ("DDL102" in found) is expected, (flags, found)
+
+
+def test_what_corpus_41_taught_about_saves_helpers_and_lightning(tmp_path):
+    """Corpus 41 (seen). Long-Context-Biencoder's own `save_pretrained`, which saves on the main process (DDL107,
+    false); OpenMatch's `if args.n_gpu > 1:` around its unwrapped save, where each DDP process has n_gpu = 1
+    and saves the wrapper (DDL106, missed); TransformerCVAE's `prepare_dataset(..., make_test=True)`, whose
+    training sampler never gets an epoch (DDL105, missed); translate_vi_en_bidir's helper that wraps in FSDP
+    under the alias `FSDP` (DDL158, missed); mrc-for-flat-nested-ner's `validation_epoch_end` returning its
+    span F1 for Lightning to log, each rank's own (DDL162, missed in both copies)."""
+    own = (
+        ACCELERATE_HEAD + "class Embedder(torch.nn.Module):\n"
+        "    def save_pretrained(self, path):\n        if {test}:\n"
+        "            torch.save(self.model.state_dict(), path + '/model.bin')\n"
+        "model = accelerator.prepare(Embedder())\nfor step in range(10):\n"
+        "    model.save_pretrained('out')\n"
+    )
+    assert_found(
+        "DDL107",
+        own,
+        ["test"],
+        [("self.accelerator.is_main_process", False), ("step % 2 == 0", True)],
+    )
+    for n_gpu, expected in (("1", True), ("torch.cuda.device_count()", False)):
+        found = codes_of(
+            DDP_HEAD + "args.n_gpu = {n_gpu}\nif args.local_rank != -1:\n"
+            "    model = DDP(model, device_ids=[args.local_rank])\n"
+            "for epoch in range(3):\n    train(model)\n    if args.local_rank in [-1, 0]:\n"
+            "        if args.n_gpu > 1:\n            torch.save(model.module.state_dict(), 'm.bin')\n"
+            "        else:\n            torch.save(model.state_dict(), 'm.bin')\n" + DDP_TAIL,
+            n_gpu=n_gpu,
+        )
+        assert ("DDL106" in found) is expected, (n_gpu, found)
+    helper = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n"
+        "def prepare_dataset(train_set, test_set, make_test=False, local_rank=None):\n"
+        "    sampler = DistributedSampler(train_set, shuffle=True)\n"
+        "    loaders = [DataLoader(train_set, sampler=sampler)]\n"
+        "    if make_test:\n        loaders.append(DataLoader(test_set))\n    return loaders\n"
+    )
+    script = (
+        DDP_HEAD + "from data.util import *\nmodel = DDP(net)\n"
+        "train_loader, test_loader = prepare_dataset(a, b, make_test={flag}, local_rank=rank)\n"
+        "for epoch in range(3):\n    for x in train_loader:\n        model(x).sum().backward()\n"
+        + DDP_TAIL
+    )
+    for flag in ("True", "False"):
+        files = {
+            ".git/HEAD": "",
+            "data/__init__.py": "",
+            "data/util.py": helper,
+            "train.py": script.format(flag=flag),
+        }
+        assert "DDL105" in check_in_project(tmp_path / flag, files, "train.py"), flag
+    wrapping = (
+        "from torch.distributed.fsdp import FullyShardedDataParallel as {alias}\n"
+        "def wrap_model_with_fsdp(model, config):\n    return {call}(model)\n"
+    )
+    clip = (
+        "import torch\nimport torch.distributed as dist\nfrom utils import wrap_model_with_fsdp\n"
+        "dist.init_process_group('nccl')\nmodel = wrap_model_with_fsdp(build(), config)\n"
+        "model = torch.compile(model)\nfor x in loader:\n    model(x).sum().backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    optimizer.step()\n"
+    )
+    for alias, call, expected in (("FSDP", "FSDP", True), ("FSDP", "Wrapper", False)):
+        files = {
+            ".git/HEAD": "",
+            "utils.py": wrapping.format(alias=alias, call=call),
+            "train.py": clip,
+        }
+        found = check_in_project(tmp_path / f"{alias}{call}", files, "train.py")
+        assert ("DDL158" in found) is expected, (call, found)
+    lightning = (
+        "import pytorch_lightning as pl\nclass NER(pl.LightningModule):\n"
+        "    def validation_epoch_end(self, outputs):\n"
+        "        counts = torch.stack([x['stats'] for x in outputs]).sum(0)\n{reduce}"
+        "        f1 = counts[0] / (counts[0] + counts[1])\n"
+        "        return {{'val_loss': f1, 'log': {{'span_f1': f1}}}}\n"
+        "trainer = pl.Trainer(accelerator='gpu', devices=2, strategy='ddp')\n"
+    )
+    assert_found(
+        "DDL162",
+        lightning,
+        ["reduce"],
+        [("", True), ("        counts = self.all_gather(counts).sum(0)\n", False)],
+    )

@@ -96,7 +96,7 @@ PATH_TESTS = {"exists", "isfile", "isdir", "is_file", "is_dir", "lexists"}
 # calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
 LAUNCHERS = ("spawn", "start_processes", "Process")
 # mistakes of a distributed run's data, writes and evaluation: none where only a one-process run goes
-RUN_SHAPED = {"DDL105", "DDL107", "DDL127", "DDL128", "DDL132", "DDL137", "DDL139"}
+RUN_SHAPED = {"DDL105", "DDL107", "DDL127", "DDL128", "DDL132", "DDL137", "DDL139", "DDL175"}
 BARRIERS = {"barrier", "monitored_barrier", "wait_for_everyone"}
 # `val` alone or run together with what it names (`valset`, `valloader`: Depth-Anything-V2), not `interval`, `value`
 # what a test reads to tell a distributed run from one process (`not args.distributed`, `world_size == 1`)
@@ -1547,6 +1547,21 @@ class Checker:
             found.update(target for target, source in updates if source in found)
         return found - popped - {""}
 
+    def own_method_picks_the_rank(self, method):
+        """A class of this module defines `method` and tests the rank in it (Long-Context-Biencoder's
+        `def save_pretrained(self, path): if self.accelerator.is_main_process: ...`, corpus 41): a call of that
+        name is most likely its own, which writes on one process."""
+        return any(
+            isinstance(n, ast.ClassDef)
+            and any(
+                isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and f.name == method
+                and any(isinstance(i, ast.If) and self.picks_ranks(i.test) for i in ast.walk(f))
+                for f in n.body
+            )
+            for n in self.nodes
+        )
+
     def one_file_written(self, call, name, callee):
         """The path a call writes a file to (torch.save, save_pretrained, a DataFrame's to_csv/to_json/to_parquet,
         json/pickle/yaml.dump into an `open(path, "w")` handle), or None where it writes none or leaves the choice of
@@ -1576,6 +1591,8 @@ class Checker:
             path = (call.args[1:2] or [keyword(call, "f")])[0]
             return None if self.in_memory(call, path) else path
         if callee == "save_pretrained" and isinstance(call.func, ast.Attribute):
+            if self.own_method_picks_the_rank(callee):
+                return None  # the module's own class saves on the main process itself (corpus 41)
             if keyword(call, "is_main_process") is None and keyword(call, "save_function") is None:
                 return (call.args[:1] or [keyword(call, "save_directory")])[0]
         if callee in ("to_csv", "to_json", "to_parquet") and isinstance(call.func, ast.Attribute):
@@ -1782,14 +1799,25 @@ class Checker:
             for command in Project.commands(self.root)
         )
 
-    def under_a_flag_off_by_default(self, node):
+    def under_a_flag_off_by_default(self, node, seen=()):
         """Whether `node` runs only under `if args.fp16:` (or `opt.fp16`, `fp16`), a command-line flag declared
         off by default (store_true, or a default of False, None, "" or 0) that nothing else in the repository
         names: no script, page or config passes it and no code sets it, so neither the default run nor a
         documented one takes that branch (howardlau1999's APEX branch under `--fp16`, corpus 30; LESS's
         `--save_pred` writes and SplatFormer's `--save_viewer`, corpus 31). The judges of corpora 12 to 31
-        counted such findings false, and the readers tag such mistakes [config], not [full]."""
+        counted such findings false, and the readers tag such mistakes [config], not [full]. Or in a function of
+        this module whose every call is (Amdg's `set_fp16`, called under `if self.config.fp16:`; corpus 41)."""
         for parent in self.parents_of(node):
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calls = [c for c in self.calls.get(parent.name, []) if not is_inside(c, parent)]
+                return (
+                    bool(calls)
+                    and parent.name not in seen
+                    and parent.name not in self.handed_on
+                    and all(
+                        self.under_a_flag_off_by_default(c, (*seen, parent.name)) for c in calls
+                    )
+                )
             if isinstance(parent, DEFINITIONS):
                 return False
             if not isinstance(parent, ast.If) or not _in_body(node, parent):
@@ -2274,6 +2302,10 @@ class Checker:
                     return True
                 if not taken and DISTRIBUTED_FLAG.fullmatch(ast.unparse(test)):
                     return True  # the else of `if distributed:` (or `if args.ddp:`): one process
+                if taken and not_distributed(test) or not taken and launched_test(test):
+                    # `if args.local_rank == -1:`, and the else of `if args.local_rank != -1:` (OpenMatch's
+                    # one-process save_trec beside each rank's own file, corpus 41)
+                    return True
                 if not taken and joins(parent.body) and not joins(parent.orelse):
                     return True  # the else of the branch that joins the group (VL-BERT's `if args.dist:`)
                 if taken and self.one_process_flag(test):
@@ -3238,7 +3270,13 @@ class SamplerWithoutSetEpoch(CallRule):
                 where = (target[0], Project.spans(target[0])[target[1]][0]) if target else None
             if where is None:
                 continue
-            said = [ast.unparse(a) for a in node.args] + [ast.unparse(k) for k in node.keywords]
+            # not a switch's name: `make_test=True` asks for a test loader besides the training one
+            # (TransformerCVAE's prepare_dataset, corpus 41)
+            said = [ast.unparse(a) for a in node.args] + [
+                ast.unparse(k)
+                for k in node.keywords
+                if not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool))
+            ]
             parent = m.parent.get(node)
             bound = []
             if isinstance(parent, ast.Assign):
@@ -3365,8 +3403,35 @@ class WrappedStateDict(CallRule):
         for parent in self.m.parents_of(call):
             if isinstance(parent, ast.If):
                 other = parent.body if _in_orelse(call, parent) else parent.orelse
-                return any(f"{owner}.module.state_dict()" in ast.unparse(s) for s in other)
+                return any(
+                    f"{owner}.module.state_dict()" in ast.unparse(s) for s in other
+                ) and not self.counts_gpus_not_processes(parent.test, owner)
         return False
+
+    def counts_gpus_not_processes(self, test, owner):
+        """`if args.n_gpu > 1:` around the unwrapped save, where DDP wraps `owner` under another test and the
+        project sets `n_gpu = 1` in each DDP process (the old Hugging Face examples' pattern): under DDP the
+        else branch runs and saves the wrapper (OpenMatch's train.py, corpus 41)."""
+        if not re.search(r"\bn_gpu\s*>\s*1\b", ast.unparse(test)):
+            return False
+        ddp_wraps = [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and any(dotted(t) == owner for t in n.targets)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) in ("DistributedDataParallel", "DDP")
+        ]
+        if not ddp_wraps or any(
+            isinstance(p, ast.If) and "n_gpu" in ast.unparse(p.test)
+            for w in ddp_wraps
+            for p in self.m.parents_of(w)
+        ):
+            return False
+        texts = [self.m.text]
+        if self.m.root is not None:
+            texts += Project.python_texts(self.m.root)
+        return any(re.search(r"\bn_gpu\s*=\s*1\b", t) for t in texts)
 
     def wrapped_later(self, call, owner):
         """Every wrap of `owner` in this function comes after the save: the model saved is not wrapped yet
@@ -3608,10 +3673,20 @@ class FsdpShardNormClip(CallRule):
         for node in self.m.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 target = self.m.project.defined.get(dotted(node.value.func))
-                if target is not None and "FullyShardedDataParallel(" in Project.source_of(*target):
+                if target is not None and self.wraps_in_fsdp1(*target):
                     for t in node.targets:
                         self.made[dotted(t)] = node
         return bool(self.m.fsdp_wrapped or self.made)
+
+    @staticmethod
+    def wraps_in_fsdp1(module_path, function):
+        """A project function that wraps in FullyShardedDataParallel, by that name or the one its module
+        imports it as (translate_vi_en_bidir's `model = FSDP(...)` in utils.py, corpus 41)."""
+        names = {"FullyShardedDataParallel"} | set(
+            re.findall(r"FullyShardedDataParallel\s+as\s+(\w+)", Project.text(module_path))
+        )
+        source = Project.source_of(module_path, function)
+        return any(re.search(rf"\b{re.escape(n)}\(", source) for n in names)
 
     def check(self, call, name, callee):
         if callee != "clip_grad_norm_" or not name.startswith("torch.nn.utils"):
@@ -4342,6 +4417,24 @@ def not_distributed(test):
         and isinstance(test.ops[0], ast.Eq)
         and ast.unparse(test.comparators[0]) == "-1"
         and mentions_rank(test.left)
+    )
+
+
+def launched_test(test):
+    """`args.local_rank != -1`, `"RANK" in os.environ`: true where a launcher started the process, so its
+    else is a one-process run."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and (
+            isinstance(test.ops[0], ast.NotEq)
+            and ast.unparse(test.comparators[0]) == "-1"
+            and mentions_rank(test.left)
+            or isinstance(test.ops[0], ast.In)
+            and isinstance(test.left, ast.Constant)
+            and test.left.value in ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+            and dotted(test.comparators[0]) == "os.environ"
+        )
     )
 
 
@@ -9683,7 +9776,25 @@ class LightningEvalLogUnsynced(Rule):
                     and not (self.m.root is not None and Project.tests_on_several(self.m.root))
                 )
             ):
-                self.report_first([c for c in ast.walk(method) if self.unsynced(c)])
+                self.report_first(
+                    [c for c in ast.walk(method) if self.unsynced(c) or self.returned(method, c)]
+                )
+
+    @staticmethod
+    def returned(method, node):
+        """Lightning's old API (before 1.0): `validation_epoch_end` returns `{"val_loss": ..., "log": logs}`, which
+        Lightning logs, and monitors, as each process computed it from its own shard (both copies of
+        mrc-for-flat-nested-ner's span F1, corpus 41). Not where the method gathers or reduces itself."""
+        return (
+            method.name == "validation_epoch_end"
+            and isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Dict)
+            and any(
+                isinstance(k, ast.Constant) and k.value in ("log", "progress_bar")
+                for k in node.value.keys
+            )
+            and not re.search(r"gather|reduce|sync", ast.unparse(method))
+        )
 
     @staticmethod
     def wrappers(cls):
@@ -11649,10 +11760,13 @@ class Project:
                     r"\b(python3?|torchrun|accelerate|deepspeed)\b|torch\.distributed", line
                 ):
                     continue
-                command, j = line, i
+                # a backslash then a comment (`python -u -m torch.distributed.launch \ #launch`) continues too,
+                # as its writer meant (OpenMatch's train_bert_dist.sh, corpus 41)
+                said = re.compile(r"\\\s+#.*$")
+                command, j = said.sub("\\\\", line), i
                 while command.rstrip().endswith("\\") and j + 1 < len(lines):
                     j += 1
-                    command = command.rstrip()[:-1] + " " + lines[j]
+                    command = command.rstrip()[:-1] + " " + said.sub("\\\\", lines[j])
                 if re.search(r"\.py\b|(\s-m|--module)[=\s]+\w", command):
                     found.append((page, command))
         return tuple(found)
@@ -11858,7 +11972,14 @@ class Project:
         for command in Project.commands(root):
             if not named.search(command):
                 continue
-            flags = {f.replace("-", "_") for f in re.findall(r"\s--([A-Za-z][\w-]*)", command)}
+            # `--submission`, and `-reinfoselect` (OpenMatch's parser declares single-dash options, corpus 41);
+            # not a one-letter `-m` or `-u`
+            flags = {
+                (double or single).replace("-", "_")
+                for double, single in re.findall(
+                    r"\s(?:--([A-Za-z][\w-]*)|-([A-Za-z][\w-]{2,}))", command
+                )
+            }
             distributed = re.search(
                 r"torch\.distributed\.(launch|run)|torchrun|accelerate\s+launch|deepspeed|mpirun|srun"
                 r"|nproc_per_node|--launcher[ =](pytorch|slurm)|--distributed|--multiprocessing",
