@@ -507,6 +507,19 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL195": (
+        "import math\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "num_epochs = math.ceil(args.num_iters / len(train_dataloader))\n"
+        "model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)\n"
+        "for epoch in range(num_epochs):\n    for batch in train_dataloader:\n"
+        "        accelerator.backward(model(batch).mean())\n        optimizer.step()\n",
+        "import math\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "num_epochs = math.ceil(args.num_iters / len(train_dataloader))\n"
+        "model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)\n"
+        "num_epochs = math.ceil(args.num_iters / len(train_dataloader))\n"
+        "for epoch in range(num_epochs):\n    for batch in train_dataloader:\n"
+        "        accelerator.backward(model(batch).mean())\n        optimizer.step()\n",
+    ),
     "DDL194": (
         "from accelerate import Accelerator\naccelerator = Accelerator()\n"
         "unet, optimizer, loader = accelerator.prepare(unet, optimizer, loader)\n"

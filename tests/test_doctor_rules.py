@@ -1197,6 +1197,15 @@ def check_in_project(tmp_path, files, name, where=False):
     return {(f.line, f.code) for f in found} if where else [f.code for f in found]
 
 
+def assert_found_in_project(tmp_path, code, files, name, rows):
+    """Each row: a value for `name`'s template's one field, then whether doctor finds `code` in that file of the
+    project `files` (the template is files[name])."""
+    for i, (value, expected) in enumerate(rows):
+        written = {**files, name: files[name].format(value)}
+        found = check_in_project(tmp_path / f"p{i}", written, name)
+        assert (code in found) is expected, (value, found)
+
+
 ENGINE = (  # ConvNeXt's shape: the accumulation in engine.py, the DDP wrap in main.py
     "def train_one_epoch(model, loader, optimizer, update_freq):\n"
     "    for i, (x, y) in enumerate(loader):\n"
@@ -6807,3 +6816,121 @@ def test_what_corpus_41_taught_about_saves_helpers_and_lightning(tmp_path):
         ["reduce"],
         [("", True), ("        counts = self.all_gather(counts).sum(0)\n", False)],
     )
+
+
+def test_what_corpus_42_taught_the_default_rules():
+    """Corpus 42 (seen). Relation-DETR's Accelerator(step_scheduler_with_optimizer=False), whose prepared
+    per-epoch scheduler steps once a call (DDL111, judged false); style-transfer's `try: from apex import amp`
+    that nothing in the file reads (DDL102, judged false)."""
+    stepped = (
+        "from accelerate import Accelerator\naccelerator = Accelerator({kw})\n"
+        "model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)\n"
+        "for epoch in range(10):\n    train(model)\n    scheduler.step()\n"
+    )
+    assert_found(
+        "DDL111", stepped, ["kw"], [("", True), ("step_scheduler_with_optimizer=False", False)]
+    )
+    imported = "try:\n    from apex import amp\nexcept ImportError:\n    amp = None\n{use}"
+    assert_found(
+        "DDL102",
+        imported,
+        ["use"],
+        [("x = 1\n", False), ("model, opt = amp.initialize(model, opt)\n", True)],
+    )
+
+
+def test_what_corpus_42_taught_about_evaluations_helpers_and_downloads(tmp_path):
+    """Corpus 42 (seen). VPD's validation reduced by DeiT's MetricLogger.synchronize_between_processes over a
+    padding sampler, and hyp_metric's `partial(get_emb, ...)` whose helper pads and all-gathers (DDL127, both
+    missed); Accelerator-Simple-Template's accuracy logged by accelerate's get_logger, main process only (DDL124,
+    missed); SASRec's DDP model handed to a helper that calls `model.predict` (DDL125, missed); US3L's dataset
+    class that downloads by default (DDL139, missed)."""
+    logger = (
+        DDP_HEAD + "model = DDP(net)\nval_sampler = DistributedSampler(val_set, shuffle=False)\n"
+        "def validate(loader):\n    meters = MetricLogger()\n    for x in loader:\n"
+        "        meters.update(loss=model(x).item())\n    {sync}\n    return meters\n" + DDP_TAIL
+    )
+    assert_found(
+        "DDL127",
+        logger,
+        ["sync"],
+        [("meters.synchronize_between_processes()", True), ("print(meters)", False)],
+    )
+    helpers = (
+        "import torch\nimport torch.distributed as dist\n"
+        "def get_emb(model, ds, ds_type='eval', world_size=1):\n"
+        "    ds_eval = ds(ds_type)\n    sampler = torch.utils.data.distributed.DistributedSampler(ds_eval)\n"
+        "    x = torch.cat([model(b) for b in DataLoader(ds_eval, sampler=sampler)])\n"
+        "    xs = [torch.zeros_like(x) for _ in range(world_size)]\n"
+        "    dist.all_gather(xs, x)\n    return torch.cat(xs)\n"
+        "def get_train(model, ds):\n    return model(ds('train'))\n"
+    )
+    train = (
+        "import torch.distributed as dist\nfrom functools import partial\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from helpers import get_emb, get_train\ndist.init_process_group('nccl')\nmodel = DDP(net)\n"
+        "emb = partial({}, model=model, ds=Data, world_size=2)\nx = emb()\n"
+    )
+    files = {".git/HEAD": "", "helpers.py": helpers, "train.py": train}
+    # the helper that pads and gathers, and one that does neither
+    assert_found_in_project(
+        tmp_path / "partial", "DDL127", files, "train.py", [("get_emb", True), ("get_train", False)]
+    )
+    accuracy = (
+        "from accelerate import Accelerator\nfrom accelerate.logging import get_logger\n"
+        "logger = {made}\naccelerator = Accelerator()\n"
+        "model, test_loader = accelerator.prepare(model, test_loader)\n"
+        "correct = 0\ntotal = 0\nfor x, y in test_loader:\n"
+        "    correct += (model(x).argmax(1) == y).sum().item()\n    total += y.size(0)\n"
+        "val_acc = 100 * correct / total\n"
+        "logger.info('val accuracy {{}}'.format(val_acc), main_process_only=True)\n"
+    )
+    assert_found(
+        "DDL124",
+        accuracy,
+        ["made"],
+        [("get_logger(__name__)", True), ("logging.getLogger(__name__)", False)],
+    )
+    utils = (
+        "def evaluate(model, dataset, args):\n    return model.predict(dataset.users)\n"
+        "def evaluate_safe(model, dataset, args):\n"
+        "    inner = model.module if hasattr(model, 'module') else model\n"
+        "    return inner.predict(dataset.users)\n"
+    )
+    main = (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "from utils import *\ndist.init_process_group('nccl')\nmodel = DDP(SASRec())\n"
+        "for epoch in range(3):\n    train(model)\n    result = {}(model, dataset, args)\n"
+        "dist.destroy_process_group()\n"
+    )
+    rows = [("evaluate", True), ("evaluate_safe", False)]  # reads model.predict; unwraps first
+    assert_found_in_project(
+        tmp_path / "helper",
+        "DDL125",
+        {".git/HEAD": "", "utils.py": utils, "main.py": main},
+        "main.py",
+        rows,
+    )
+    dataset = (
+        "import torchvision\nclass DATASET(torchvision.datasets.VisionDataset):\n"
+        "    def __init__(self, transform, mode, root='./data', download=True):\n"
+        "        super().__init__(root, transform=transform)\n"
+        "        if download:\n            self.download()\n"
+    )
+    script = (
+        DDP_HEAD + "from datasets.cifar10 import DATASET as cifar10_dataset\n"
+        "train_dataset = cifar10_dataset({})\n"
+        "sampler = DistributedSampler(train_dataset)\n" + DDP_TAIL
+    )
+    files = {
+        ".git/HEAD": "",
+        "datasets/__init__.py": "",
+        "datasets/cifar10.py": dataset,
+        "train.py": script,
+    }
+    rows = [
+        ("transform=t, mode='train'", True),
+        ("transform=t, mode='train', download=False", False),
+        ("t, 'train', './data', False", False),
+    ]
+    assert_found_in_project(tmp_path / "download", "DDL139", files, "train.py", rows)

@@ -803,6 +803,16 @@ RULES = {
         "are apart from then on, nothing brings them back, and every later checkpoint rank 0 saves is a model "
         "no rank trained alone.",
     ),
+    "DDL195": (
+        "a number of epochs counted from a DataLoader's length before accelerator.prepare, which shards it",
+        "count again after prepare (num_update_steps_per_epoch = ceil(len(train_dataloader) / accumulation); "
+        "epochs = ceil(max_train_steps / num_update_steps_per_epoch)), as diffusers' scripts do",
+        "b-schedulers-with-prepare",
+        "prepare() gives each process 1/num_processes of the batches, so the loader's length after it is "
+        "1/N of the length the epochs were counted from: a run asked for 32 steps over a loader of 16 batches "
+        "counted 2 epochs and, at 2 processes, made 16 steps (measured). Training stops at 1/N of the steps "
+        "the script prints as its total, and a `global_step >= max_steps` stop is never reached.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1085,6 +1095,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL195",
         "DDL194",
         "DDL193",
         "DDL189",
@@ -1780,6 +1791,16 @@ class Checker:
                     elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
                     prepared |= {ast.unparse(e) for e in elts}
         return prepared
+
+    @functools.cached_property
+    def schedulers_step_alone(self):
+        """The Accelerator is made with `step_scheduler_with_optimizer=False`: a prepared scheduler's step()
+        then steps it once, not once a process."""
+        return any(
+            isinstance(keyword(call, "step_scheduler_with_optimizer"), ast.Constant)
+            and keyword(call, "step_scheduler_with_optimizer").value is False
+            for call in self.calls.get("Accelerator", [])
+        )
 
     @functools.cached_property
     def root(self):
@@ -2854,7 +2875,9 @@ class DeprecatedAmp(Rule):
     def visit_ImportFrom(self, node):
         module = node.module or ""
         apex = module == "apex" and any(a.name == "amp" for a in node.names)
-        if apex or module.startswith("apex.amp"):
+        # an APEX import the script never reads runs nothing deprecated (style-transfer's `try: from apex
+        # import amp`, with no amp call in the file; corpus 42)
+        if apex and self.read("amp", node) or module.startswith("apex.amp"):
             self.add(node)
         elif module == "torch.cuda.amp" and self.used(node):
             self.add(node)
@@ -2867,6 +2890,18 @@ class DeprecatedAmp(Rule):
                 self.add(node)
             elif alias.name.startswith("torch.cuda.amp") and (not alias.asname or self.used(node)):
                 self.add(node)
+
+    def read(self, name, node):
+        """Whether the name an import binds is read anywhere, qualified or as written (`amp = None` in the
+        except beside the import leaves it unqualified)."""
+        bound = next((a.asname or a.name for a in node.names if a.name == name), name)
+        return any(
+            getattr(n, "qualified_from", None) == bound
+            or isinstance(n, ast.Name)
+            and n.id == bound
+            and isinstance(n.ctx, ast.Load)
+            for n in self.m.nodes
+        )
 
     def used(self, node, only=None):
         """Whether a name this import binds (of the imported `only`, if given) is read anywhere (an import the
@@ -4703,7 +4738,7 @@ class DownloadOnEveryRank(CallRule):
         return self.m.distributed
 
     def check(self, call, name, callee):
-        if not is_true(keyword(call, "download")):
+        if not (is_true(keyword(call, "download")) or self.downloads_by_default(call)):
             return
         if self.m.guarded(call, per_node_too=True) or self.m.callers_elsewhere(call, True):
             return
@@ -4716,6 +4751,37 @@ class DownloadOnEveryRank(CallRule):
         if self.committed(call):
             return
         self.add(call, fixable=False)
+
+    def downloads_by_default(self, call):
+        """A project's dataset class or function whose `download` parameter defaults to True, called without
+        it (US3L's `DATASET(transform, mode, root=..., download=True)`, which downloads in its constructor;
+        corpus 42)."""
+        if keyword(call, "download") is not None or dotted(call.func) not in self.m.project.defined:
+            return False
+        module, name = self.m.project.defined[dotted(call.func)]
+        for node in Project.tree(module).body:
+            method = isinstance(node, ast.ClassDef) and node.name == name
+            if method:  # a class: its constructor's parameters, after self
+                node = next(
+                    (
+                        f
+                        for f in node.body
+                        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+                    ),
+                    None,
+                )
+            elif not (isinstance(node, ast.FunctionDef) and node.name == name):
+                continue
+            if node is None:
+                return False
+            args = node.args
+            names = [a.arg for a in [*args.posonlyargs, *args.args]]
+            defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults))
+            defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
+            names = names[1:] if method else names
+            given = "download" in names and len(call.args) > names.index("download")
+            return not given and is_true(defaults.get("download"))
+        return False
 
     def committed(self, call):
         """The repository holds the data already, under the root the call names (`root="data"`, with a folder
@@ -5234,6 +5300,11 @@ class PreparedSchedulerPerEpoch(CallRule):
 
     code = "DDL111"
 
+    def begin(self):
+        # an Accelerator told `step_scheduler_with_optimizer=False` steps a prepared scheduler once a call
+        # (Relation-DETR's per-epoch MultiStepLR, corpus 42)
+        return not self.m.schedulers_step_alone
+
     def check(self, call, name, callee):
         if (
             callee == "step"
@@ -5263,15 +5334,11 @@ class PreparedSchedulerInOptimizerSteps(Rule):
     def begin(self):
         if not self.m.uses_accelerate or not self.m.prepared_schedulers:
             return False
-        for call in self.m.calls.get("Accelerator", []) + self.m.calls.get(
-            "DataLoaderConfiguration", []
-        ):
-            if is_true(keyword(call, "split_batches")) or (
-                isinstance(keyword(call, "step_scheduler_with_optimizer"), ast.Constant)
-                and keyword(call, "step_scheduler_with_optimizer").value is False
-            ):
-                return False
-        return True
+        return not self.m.schedulers_step_alone and not any(
+            is_true(keyword(call, "split_batches"))
+            for call in self.m.calls.get("Accelerator", [])
+            + self.m.calls.get("DataLoaderConfiguration", [])
+        )
 
     # torch's schedulers that end after a number of steps: that parameter's name and position
     TORCH_TOTALS = {
@@ -8082,6 +8149,84 @@ class WeightsChangedOnOneRank(Rule):
         )
 
 
+class EpochsFromTheUnshardedLength(Rule):
+    """DDL195: `num_epochs = math.ceil(args.num_iters / len(train_dataloader))` (or through a name made from the
+    length: `num_update_steps_per_epoch = ceil(len(loader) / accumulation)`) before the loader goes through
+    accelerator.prepare, with no new count after it, and a loop `for epoch in range(..., num_epochs)` after the
+    prepare: each process gets 1/N of the batches, so the run makes 1/N of the steps it counted (Diff-Pruning's
+    DDPM training, from an older diffusers example; corpus 42). Not with split_batches=True, which keeps the
+    length."""
+
+    code = "DDL195"
+
+    def begin(self):
+        return self.m.uses_accelerate and not any(
+            is_true(keyword(call, "split_batches"))
+            for call in self.m.calls.get("Accelerator", [])
+            + self.m.calls.get("DataLoaderConfiguration", [])
+        )
+
+    def end(self):
+        accelerators = self.m.bound_to("Accelerator") | {"accelerator", "self.accelerator"}
+        prepares = [
+            c
+            for c in self.m.calls.get("prepare", [])
+            if isinstance(c.func, ast.Attribute) and dotted(c.func.value) in accelerators
+        ]
+        for prepare in prepares:
+            loaders = {dotted(a) for a in prepare.args if dotted(a)}
+            scope = self.function_of(prepare) or self.m.tree
+            assignments = [
+                n
+                for n in ast.walk(scope)
+                if isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], (ast.Name, ast.Attribute))
+            ]
+
+            def lengths(expression, names, loaders=loaders):  # the loader's length, or a name made from it
+                return any(
+                    isinstance(n, ast.Call)
+                    and dotted(n.func) == "len"
+                    and n.args
+                    and dotted(n.args[0]) in loaders
+                    or isinstance(n, (ast.Name, ast.Attribute))
+                    and dotted(n) in names
+                    for n in ast.walk(expression)
+                )
+
+            made, epochs = set(), {}
+            for node in sorted(assignments, key=lambda n: n.lineno):
+                if node.lineno >= prepare.lineno:
+                    break
+                if lengths(node.value, made):
+                    made.add(dotted(node.targets[0]))
+                    # a count divided by the length: epochs
+                    if any(
+                        isinstance(n, ast.BinOp)
+                        and isinstance(n.op, (ast.Div, ast.FloorDiv))
+                        and lengths(n.right, made - {dotted(node.targets[0])})
+                        for n in ast.walk(node.value)
+                    ):
+                        epochs[dotted(node.targets[0])] = node
+            recounted = {dotted(n.targets[0]) for n in assignments if n.lineno > prepare.lineno}
+            for name, node in epochs.items():
+                if name in recounted:
+                    continue
+                loops = [
+                    n
+                    for n in ast.walk(scope)
+                    if isinstance(n, ast.For)
+                    and n.lineno > prepare.lineno
+                    and isinstance(n.iter, ast.Call)
+                    and dotted(n.iter.func) == "range"
+                    and n.iter.args
+                    and dotted(n.iter.args[-1]) == name
+                ]
+                if loops:
+                    self.add(node, fixable=False)
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -8777,7 +8922,24 @@ class UnreducedEvalLog(Rule):
             or callee in self.main_loggers
             or callee == "print"
             and self.print_silenced
+            or self.accelerate_logger(node)
         )
+
+    def accelerate_logger(self, node):
+        """`logger.info(...)` on a logger accelerate's get_logger made, which logs on the main process unless
+        told `main_process_only=False` (Accelerator-Simple-Template's validation accuracy, corpus 42)."""
+        only = keyword(node, "main_process_only")
+        if not isinstance(node.func, ast.Attribute) or only is not None and not is_true(only):
+            return False
+        made = {
+            dotted(t)
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and dotted(n.value.func) in ("accelerate.logging.get_logger", "accelerate.get_logger")
+            for t in n.targets
+        }
+        return dotted(node.func.value) in made
 
     def visit_Call(self, node):
         callee = last(dotted(node.func))
@@ -9140,6 +9302,9 @@ class WrapperAttribute(Rule):
         the default, whatever the model inside has, so the branch the script meant for the model never runs
         (X-VLM's optimizer groups, corpus 26, seen). Not a test of the wrapper itself (`hasattr(model,
         "module")`)."""
+        if dotted(node.func) in self.m.project.defined:
+            self.handed_to_a_helper(node)
+            return
         if dotted(node.func) not in ("hasattr", "getattr") or len(node.args) < 2:
             return
         if dotted(node.func) == "getattr" and len(node.args) < 3:
@@ -9156,6 +9321,49 @@ class WrapperAttribute(Rule):
             return
         if self.wrapped_at(name, self.function_of(node), node):
             self.add(node, fixable=False)
+
+    def handed_to_a_helper(self, call):
+        """A wrapped model handed to a function of another module of the project that reads an attribute of it
+        the wrapper lacks, with no test of the wrapper there: SASRec's `evaluate(model, dataset, args)`, whose
+        utils.py calls `model.predict(...)` (corpus 42). Reported at the call, with the helper's line."""
+        module, name = self.m.project.defined[dotted(call.func)]
+        function = next(
+            (
+                f
+                for f in Project.tree(module).body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name
+            ),
+            None,
+        )
+        if function is None or self.in_test(call):
+            return
+        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        for index, given in enumerate(call.args[: len(params)]):
+            passed = dotted(given)
+            if not passed or not self.wrapped_at(passed, self.function_of(call), call):
+                continue
+            param = params[index]
+            text = ast.unparse(function)
+            if re.search(rf"\b(hasattr|isinstance|getattr)\({param}\b|\b{param}\.module\b", text):
+                continue  # the helper tests or unwraps the wrapper itself
+            # on every path through the helper: not under an `if` of its own (CAE's engine reads
+            # `model.backward` only where no loss scaler was given: DeepSpeed's engine, not the DDP run; corpus 29)
+            branched = {
+                id(n) for i in ast.walk(function) if isinstance(i, ast.If) for n in ast.walk(i)
+            }
+            reads = [
+                n
+                for n in ast.walk(function)
+                if isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Load)
+                and dotted(n.value) == param
+                and not n.attr.startswith("_")
+                and n.attr not in WRAPPER_API
+                and id(n) not in branched
+            ]
+            if reads:
+                self.m.add(call, self.code, False, reached_at(self.m.path, module, reads[0].lineno))
+                return
 
     def wrapped_at(self, name, scope, node, callers=False):
         """Whether `name`, read at `node` in `scope`, was last bound to a wrap there (or in a scope around it).
@@ -10045,7 +10253,7 @@ class PaddedEvalSampler(Rule):
         self.eval_helpers = self.m.project.eval_sampler_helpers
         self.helper_calls, self.reported_in = [], set()
         built = "DistributedSampler" in names or any(
-            dotted(c.func) in self.helpers or dotted(c.func) in self.eval_helpers
+            self.runs(c) in self.helpers or self.runs(c) in self.eval_helpers
             for calls in self.m.calls.values()
             for c in calls
         )
@@ -10074,8 +10282,16 @@ class PaddedEvalSampler(Rule):
                         found.add(source)
         return [Project.text(m) for m in sorted(found)]
 
+    @staticmethod
+    def runs(call):
+        """The function a call runs: its own, or the one `partial(get_emb, model=model, ...)` binds, called
+        later by the evaluation (hyp_metric's, corpus 42)."""
+        if last(dotted(call.func)) == "partial" and call.args:
+            return dotted(call.args[0])
+        return dotted(call.func)
+
     def visit_Call(self, node):
-        where = self.eval_helpers.get(dotted(node.func))
+        where = self.eval_helpers.get(self.runs(node))
         if where is not None and self.m.distributed:
             # a project function that builds the eval split's padding sampler itself, modules away (NVAE's
             # `train_queue, valid_queue, _ = datasets.get_loaders(args)`): unless this call asks for the train
@@ -11060,7 +11276,14 @@ def reduces(call):
     """A call that combines the ranks' values: all_reduce, reduce, gather, gather_for_metrics, reduce_mean, a
     project's `torch_dist_sum` ..."""
     callee = last(dotted(call.func)).lower()
-    return "reduce" in callee or "gather" in callee or "dist_sum" in callee
+    # and the MetricLogger of DeiT, MAE and DETR, whose synchronize_between_processes all-reduces each meter's
+    # count and total (VPD's depth validation, corpus 42)
+    return (
+        "reduce" in callee
+        or "gather" in callee
+        or "dist_sum" in callee
+        or callee == "synchronize_between_processes"
+    )
 
 
 RULE_CLASSES = [
@@ -11158,6 +11381,7 @@ RULE_CLASSES = [
     FSDPAccumulationWithoutNoSync,
     UnseededShuffleBeforeTheShard,
     WeightsChangedOnOneRank,
+    EpochsFromTheUnshardedLength,
 ]
 
 
@@ -12121,8 +12345,10 @@ class Project:
 
     def reducer(self, call):
         """The text of the project function or class a call runs, when it combines ranks' values (SegmenTron's
-        `SegmentationMetric`, whose update() all-reduces; maskrcnn-benchmark's `do_train`), else None."""
-        target = self.defined.get(dotted(call.func))
+        `SegmentationMetric`, whose update() all-reduces; maskrcnn-benchmark's `do_train`), else None. The
+        function `partial(f, ...)` binds counts as called (hyp_metric's get_emb, corpus 42)."""
+        runs = call.args[0] if last(dotted(call.func)) == "partial" and call.args else call.func
+        target = self.defined.get(dotted(runs))
         if target is None:
             return None
         text = Project.source_of(*target)
