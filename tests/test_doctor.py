@@ -507,6 +507,16 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL196": (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x in loader:\n    out = model(x)\n"
+        "    if out.numel() == 0:\n        loss = torch.tensor(0.0, requires_grad=True)\n"
+        "    else:\n        loss = out.mean()\n    loss.backward()\n    optimizer.step()\n",
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "model = DDP(net)\nfor x in loader:\n    out = model(x)\n"
+        "    if out.numel() == 0:\n        loss = out.sum() * 0\n"
+        "    else:\n        loss = out.mean()\n    loss.backward()\n    optimizer.step()\n",
+    ),
     "DDL195": (
         "import math\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
         "num_epochs = math.ceil(args.num_iters / len(train_dataloader))\n"

@@ -813,6 +813,19 @@ RULES = {
         "counted 2 epochs and, at 2 processes, made 16 steps (measured). Training stops at 1/N of the steps "
         "the script prints as its total, and a `global_step >= max_steps` stop is never reached.",
     ),
+    "DDL196": (
+        "a loss made as a new tensor (`torch.tensor(0.0, requires_grad=True)`) on some batches, in a DDP loop "
+        "that calls its backward",
+        "make the stand-in from the model's output, so that every parameter is in its graph "
+        "(`loss = output.sum() * 0`), and leave the step to every rank alike",
+        "5-wrap-the-model-in-ddp",
+        "A tensor made with requires_grad=True is a leaf: its backward reaches no parameter, so DDP's hooks "
+        "never fire on that rank and it skips that step's gradient all-reduce. Measured on gloo at 2 processes: "
+        "the rank that took the stand-in at step 1 paired its step-2 all-reduce with the other's step 1 (each "
+        "stepped on a gradient averaged with the wrong step's), then finished while the other failed waiting "
+        "('Connection closed by peer'); over NCCL the wait is a hang. A zero made from the output runs every "
+        "hook and all-reduces zeros.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1095,6 +1108,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL196",
         "DDL195",
         "DDL194",
         "DDL193",
@@ -8184,7 +8198,9 @@ class EpochsFromTheUnshardedLength(Rule):
                 and isinstance(n.targets[0], (ast.Name, ast.Attribute))
             ]
 
-            def lengths(expression, names, loaders=loaders):  # the loader's length, or a name made from it
+            def lengths(
+                expression, names, loaders=loaders
+            ):  # the loader's length, or a name made from it
                 return any(
                     isinstance(n, ast.Call)
                     and dotted(n.func) == "len"
@@ -8225,6 +8241,49 @@ class EpochsFromTheUnshardedLength(Rule):
                 ]
                 if loops:
                     self.add(node, fixable=False)
+
+
+class LeafLossUnderDDP(Rule):
+    """DDL196: `loss = torch.tensor(0.0, requires_grad=True)` (torch.zeros, torch.ones, torch.as_tensor with
+    requires_grad=True) in a branch of a function that then runs the loss's backward, in a DDP script (or an
+    Accelerate one, whose prepared model is DDP's): a rank whose batch takes the branch runs a backward that
+    reaches no parameter, while the others all-reduce (DS-Net's mock loss when a batch has no instance, corpus
+    42)."""
+
+    code = "DDL196"
+    MADE = {"tensor", "zeros", "ones", "as_tensor", "scalar_tensor", "zeros_like", "full"}
+
+    def begin(self):
+        return self.m.wraps_in_ddp or self.m.uses_accelerate
+
+    def visit_Assign(self, node):
+        value = node.value
+        if not (
+            isinstance(value, ast.Call)
+            and dotted(value.func).startswith("torch.")
+            and last(dotted(value.func)) in self.MADE
+            and is_true(keyword(value, "requires_grad"))
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            return
+        if not any(isinstance(p, ast.If) for p in self.m.parents_of(node)):
+            return  # made on every batch: a buffer or a parameter of the script's own, not a stand-in
+        name = node.targets[0].id
+        scope = self.function_of(node) or self.m.tree
+        for call in ast.walk(scope):
+            if not isinstance(call, ast.Call) or last(dotted(call.func)) != "backward":
+                continue
+            if isinstance(call.func, ast.Attribute) and (
+                dotted(call.func.value) == name
+                or isinstance(call.func.value, ast.Call)  # scaler.scale(loss).backward()
+                and any(dotted(a) == name for a in call.func.value.args)
+            ):
+                self.add(node, fixable=False)
+                return
+            if any(dotted(a) == name for a in call.args):  # accelerator.backward(loss)
+                self.add(node, fixable=False)
+                return
 
 
 class OptimizerOverAnUnwrappedModule(Rule):
@@ -11382,6 +11441,7 @@ RULE_CLASSES = [
     UnseededShuffleBeforeTheShard,
     WeightsChangedOnOneRank,
     EpochsFromTheUnshardedLength,
+    LeafLossUnderDDP,
 ]
 
 
