@@ -507,6 +507,20 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL197": (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "class Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+        "        self.rf = RectifiedFlow(self.model)\n"
+        "    def setup(self, rank):\n        dist.init_process_group('nccl')\n"
+        "        self.model = DDP(self.model, device_ids=[rank])\n"
+        "    def step(self, x):\n        loss = self.rf.forward_pass(x)\n        loss.backward()\n",
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "class Trainer:\n    def __init__(self, model):\n        self.model = model\n"
+        "    def setup(self, rank):\n        dist.init_process_group('nccl')\n"
+        "        self.model = DDP(self.model, device_ids=[rank])\n"
+        "        self.rf = RectifiedFlow(self.model)\n"
+        "    def step(self, x):\n        loss = self.rf.forward_pass(x)\n        loss.backward()\n",
+    ),
     "DDL196": (
         "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "model = DDP(net)\nfor x in loader:\n    out = model(x)\n"

@@ -826,6 +826,17 @@ RULES = {
         "('Connection closed by peer'); over NCCL the wait is a hang. A zero made from the output runs every "
         "hook and all-reduces zeros.",
     ),
+    "DDL197": (
+        "the loss computed through an object that holds the model from before its DDP wrap, with the wrapper "
+        "never called in the training step",
+        "make the object after the wrap, from the wrapper (`rf = RectifiedFlow(model)` after `model = DDP(model)`), "
+        "or call the wrapper in the step",
+        "5-wrap-the-model-in-ddp",
+        "DDP all-reduces the gradients of a backward that follows a forward through the wrapper. An object made "
+        "from the model before the wrap keeps the plain module: a loss computed through it calls the module "
+        "itself, the wrapper's forward never runs, and each rank steps on its own gradient. Nothing fails; the "
+        "copies drift apart.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1108,6 +1119,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL197",
         "DDL196",
         "DDL195",
         "DDL194",
@@ -8286,6 +8298,116 @@ class LeafLossUnderDDP(Rule):
                 return
 
 
+class TrainedThroughAnUnwrappedHolder(Rule):
+    """DDL197: `self.rf = RectifiedFlow(self.model)` made before `self.model = DDP(self.model)` (in __init__,
+    the wrap in another method; or earlier in the same function), then a training step whose loss comes from
+    `self.rf` (`loss = self.rf.forward_pass(x, y)`) and which never calls the wrapper nor hands it on
+    (reflow's ddp_train.py, corpus 42). Not an EMA or a copy (deepcopy), not an object itself wrapped or
+    prepared."""
+
+    code = "DDL197"
+    COPIES = re.compile(
+        r"deepcopy|copy|ema|average|swa|clone|optim|sched|scaler|summary|hook", re.I
+    )
+
+    def begin(self):
+        return bool(self.m.wrapped - self.m.fsdp_wrapped) and self.m.wraps_in_ddp
+
+    def wraps_of(self, name):
+        return [
+            n
+            for n in self.m.nodes
+            if isinstance(n, ast.Assign)
+            and any(dotted(t) == name for t in n.targets)
+            and wraps(n.value)
+        ]
+
+    def end(self):
+        holders = {}  # holder -> (model, its assignment)
+        for node in self.m.nodes:
+            if not (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.value, ast.Call)
+                and not self.COPIES.search(dotted(node.value.func))
+                and not wraps(node.value)
+            ):
+                continue
+            holder = dotted(node.targets[0])
+            if not holder or holder in self.m.wrapped:
+                continue
+            given = [*node.value.args, *(k.value for k in node.value.keywords)]
+            for model in {dotted(a) for a in given} & self.m.wrapped:
+                wraps_later = [w for w in self.wraps_of(model) if self.before(node, w)]
+                if wraps_later and model != holder:
+                    holders[holder] = (model, node)
+        if not holders:
+            return
+        for function in self.m.nodes:
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            losses = self.backward_of(function)
+            for assign in ast.walk(function):
+                if not (
+                    isinstance(assign, ast.Assign)
+                    and len(assign.targets) == 1
+                    and dotted(assign.targets[0]) in losses
+                ):
+                    continue
+                used = {
+                    h
+                    for c in ast.walk(assign.value)
+                    if isinstance(c, ast.Call)
+                    for h in holders
+                    if dotted(c.func) == h or dotted(c.func).startswith(h + ".")
+                }
+                for holder in used:
+                    model = holders[holder][0]
+                    if not self.wrapper_runs(function, model):
+                        self.add(assign, fixable=False)
+                        return
+
+    def before(self, made, wrap):
+        """The holder is made before the wrap: earlier in the same function, or in __init__ with the wrap in
+        another method of the class."""
+        here, there = self.function_of(made), self.function_of(wrap)
+        if here is there:
+            return made.lineno < wrap.lineno
+        return (
+            here is not None
+            and here.name == "__init__"
+            and there is not None
+            and there.name != "__init__"
+            and dotted(wrap.targets[0]).startswith("self.")
+        )
+
+    @staticmethod
+    def backward_of(function):
+        """The names whose backward the function runs: `loss.backward()`, `accelerator.backward(loss)`,
+        `scaler.scale(loss).backward()`."""
+        found = set()
+        for call in ast.walk(function):
+            if not (isinstance(call, ast.Call) and last(dotted(call.func)) == "backward"):
+                continue
+            if isinstance(call.func, ast.Attribute) and dotted(call.func.value):
+                found.add(dotted(call.func.value))
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+                found |= {dotted(a) for a in call.func.value.args}
+            found |= {dotted(a) for a in call.args}
+        return found - {""}
+
+    @staticmethod
+    def wrapper_runs(function, model):
+        """The function calls the wrapper, or hands it to a call (`diffusion.training_losses(model, ...)`)."""
+        for call in ast.walk(function):
+            if isinstance(call, ast.Call) and (
+                dotted(call.func) == model
+                or any(dotted(a) == model for a in [*call.args, *(k.value for k in call.keywords)])
+            ):
+                return True
+        return False
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -11442,6 +11564,7 @@ RULE_CLASSES = [
     WeightsChangedOnOneRank,
     EpochsFromTheUnshardedLength,
     LeafLossUnderDDP,
+    TrainedThroughAnUnwrappedHolder,
 ]
 
 
