@@ -6934,3 +6934,29 @@ def test_what_corpus_42_taught_about_evaluations_helpers_and_downloads(tmp_path)
         ("t, 'train', './data', False", False),
     ]
     assert_found_in_project(tmp_path / "download", "DDL139", files, "train.py", rows)
+
+
+def test_what_corpus_43_taught_about_one_process_branches_and_commented_calls(tmp_path):
+    """Corpus 43 (seen). TAP_ASR's `if self.config.is_use_DDP:` and SLAM-LLM's `if train_config.enable_fsdp:
+    ... elif train_config.enable_ddp: ... else:` leave their else to the one-process run (DDL107, judged false
+    there). A function whose only call is commented out never runs (SLAM-LLM's save_train_params)."""
+    branches = (
+        DDP_HEAD + "model = DDP(net)\nif cfg.{flag}:\n"
+        "    if dist.get_rank() == 0:\n        torch.save(model.module.state_dict(), 'best.pt')\n"
+        "else:\n    torch.save(model.state_dict(), 'best.pt')\n" + DDP_TAIL
+    )
+    assert_found(
+        "DDL107",
+        branches,
+        ["flag"],
+        [("is_use_DDP", False), ("enable_ddp", False), ("enable_fsdp", False), ("save_best", True)],
+    )
+    utils = (
+        DDP_HEAD + "def save_params(cfg):\n    torch.save(cfg, 'train_params.pt')\n"
+        "def train(model):\n    model(1).backward()\n" + DDP_TAIL
+    )
+    caller = "import utils\nutils.train(model)\n{call}utils.save_params(cfg)\n"
+    for i, (call, expected) in enumerate((("# ", False), ("", True))):
+        files = {".git/HEAD": "", "utils.py": utils, "finetune.py": caller.format(call=call)}
+        found = check_in_project(tmp_path / str(i), files, "utils.py")
+        assert ("DDL107" in found) is expected, (call, found)

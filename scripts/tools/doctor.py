@@ -1292,7 +1292,9 @@ def per_node(test):
 # a test that means "this run is distributed": its else branch runs in a one-process run only
 DISTRIBUTED_FLAG = re.compile(
     r"([\w.]*\.)?(distributed|is_distributed|use_distributed|ddp|use_ddp|is_ddp|multi_gpu|use_multi_gpu|multigpu"
-    r"|multiprocessing_distributed|parallel|parallel_training|dist_train|distributed_training)"
+    r"|multiprocessing_distributed|parallel|parallel_training|dist_train|distributed_training"
+    # TAP_ASR's `is_use_DDP`, SLAM-LLM's `enable_fsdp` / `enable_ddp` (corpus 43)
+    r"|is_use_ddp|enable_ddp|enable_fsdp|use_fsdp|enable_distributed)"
     r"|(torch\.)?(distributed|dist)\.is_initialized\(\)",
     re.I,
 )
@@ -13278,10 +13280,14 @@ def dead_functions(tree, path, root):
             if word in mentions and (owner is None or word != words[owner]):
                 mentions[word].add(owner)
 
+    # what the importers say outside comments: a call commented out (`#     save_train_params(...)`) runs
+    # nothing (SLAM-LLM's save_train_params, corpus 43)
+    said = [re.sub(r"#[^\n]*", "", text) for text in importers]
+
     def imported(
         name,
-    ):  # any file that names the module and the function (`import pkg.train as t; t.f()`)
-        return any(re.search(rf"\b{re.escape(name)}\b", text) for text in importers)
+    ):  # any file that names the module and the function (`import pkg.train as t; t.f()`), not a def of its own
+        return any(re.search(rf"(?<!def )\b{re.escape(name)}\b", text) for text in said)
 
     elsewhere = Project.words_elsewhere(root, Path(path).resolve()) if methods else frozenset()
     dead, changed = set(), True
