@@ -6960,3 +6960,47 @@ def test_what_corpus_43_taught_about_one_process_branches_and_commented_calls(tm
         files = {".git/HEAD": "", "utils.py": utils, "finetune.py": caller.format(call=call)}
         found = check_in_project(tmp_path / str(i), files, "utils.py")
         assert ("DDL107" in found) is expected, (call, found)
+
+
+def test_what_corpus_44_taught_about_ema_copies_into_a_fresh_model():
+    """Corpus 44 (seen): Drivingdojo's `unet_ckpt = UNet...from_pretrained(...)` then
+    `ema_unet.copy_to(unet_ckpt.parameters())` on the main process writes the EMA into a model loaded for the
+    checkpoint, not into the trained one (DDL194, judged false)."""
+    copied = (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "unet, optimizer, loader = accelerator.prepare(unet, optimizer, loader)\n"
+        "for step, batch in enumerate(loader):\n    accelerator.backward(unet(batch).mean())\n"
+        "    optimizer.step()\n    ema.step(unet.parameters())\n"
+        "    if step % 500 == 0 and accelerator.is_main_process:\n{made}"
+        "        ema.copy_to({target}.parameters())\n        save({target})\n"
+    )
+    assert_found(
+        "DDL194",
+        copied,
+        ["made", "target"],
+        [
+            ("", "unet", True),
+            (
+                "        unet_ckpt = UNet.from_pretrained(path, subfolder='unet')\n",
+                "unet_ckpt",
+                False,
+            ),
+        ],
+    )
+
+
+def test_what_corpus_44_taught_about_schedulers_told_the_epoch():
+    """Corpus 44 (seen): eP-ALM's prepared timm scheduler stepped with the epoch it should be at
+    (`lr_scheduler.step(epoch + warmup_steps)`) sets the same rate however many processes step it (DDL111, judged
+    false); a plain `scheduler.step()` in the epoch loop compounds."""
+    stepped = (
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n"
+        "model, optimizer, lr_scheduler = accelerator.prepare(model, optimizer, lr_scheduler)\n"
+        "for epoch in range(10):\n    train(model)\n    lr_scheduler.step({given})\n"
+    )
+    assert_found(
+        "DDL111",
+        stepped,
+        ["given"],
+        [("", True), ("epoch + warmup_steps", False), ("epoch=epoch", False)],
+    )

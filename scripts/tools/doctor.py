@@ -5338,6 +5338,10 @@ class PreparedSchedulerPerEpoch(CallRule):
             callee == "step"
             and isinstance(call.func, ast.Attribute)
             and dotted(call.func.value) in self.m.prepared_schedulers
+            # `lr_scheduler.step(epoch + warmup_steps)`: a timm scheduler told the epoch sets the same rate
+            # however many processes step it (eP-ALM's, corpus 44)
+            and not call.args
+            and keyword(call, "epoch") is None
         ):
             loop = self.innermost_loop(call)
             if isinstance(loop, ast.For) and "epoch" in ast.unparse(loop.target).lower():
@@ -8156,6 +8160,8 @@ class WeightsChangedOnOneRank(Rule):
             return
         if not self.m.guarded(node, per_node_too=True) or not self.in_a_training_loop(node):
             return
+        if self.into_a_fresh_model(node):
+            return
         holder = dotted(node.func.value)
         scope = self.function_of(node) or self.m.tree
         if any(
@@ -8168,6 +8174,27 @@ class WeightsChangedOnOneRank(Rule):
         ):
             return
         self.add(node, fixable=False)
+
+    def into_a_fresh_model(self, node):
+        """The copy goes into a model loaded or copied for the checkpoint inside the loop (Drivingdojo's
+        `unet_ckpt = UNet...from_pretrained(...)` just before `ema_unet.copy_to(unet_ckpt.parameters())`, corpus
+        44), not the trained one; not a name bound so before the loop (AudioEditing's `unet`, prepared since)."""
+        name = dotted(node.args[0].func.value)
+        loop = next(
+            (p for p in self.m.parents_of(node) if isinstance(p, (ast.For, ast.While))), None
+        )
+        bindings = [
+            n
+            for n in ast.walk(loop)
+            if isinstance(n, ast.Assign)
+            and any(dotted(t) == name for t in n.targets)
+            and n.lineno < node.lineno
+        ]
+        return (
+            bool(bindings)
+            and isinstance(bindings[-1].value, ast.Call)
+            and last(dotted(bindings[-1].value.func)) in ("from_pretrained", "deepcopy")
+        )
 
     def in_a_training_loop(self, node):
         """Inside a loop whose body runs a backward (`loss.backward()`, `accelerator.backward(loss)`)."""
