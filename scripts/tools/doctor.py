@@ -1821,6 +1821,16 @@ class Checker:
         return prepared
 
     @functools.cached_property
+    def splits_batches(self):
+        """The Accelerator splits each batch between the processes (`split_batches=True`, or a
+        DataLoaderConfiguration saying so): a prepared loader keeps its length, a prepared scheduler steps once."""
+        return any(
+            is_true(keyword(call, "split_batches"))
+            for call in self.calls.get("Accelerator", [])
+            + self.calls.get("DataLoaderConfiguration", [])
+        )
+
+    @functools.cached_property
     def schedulers_step_alone(self):
         """The Accelerator is made with `step_scheduler_with_optimizer=False`: a prepared scheduler's step()
         then steps it once, not once a process."""
@@ -4465,14 +4475,7 @@ def not_distributed(test):
     one-process run only."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return bool(DISTRIBUTED_FLAG.fullmatch(ast.unparse(test.operand)))
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.NotIn)
-        and isinstance(test.left, ast.Constant)
-        and test.left.value in ("RANK", "LOCAL_RANK", "WORLD_SIZE")
-        and dotted(test.comparators[0]) == "os.environ"
-    ):
+    if asks_environ(test, ast.NotIn):
         return True
     return (
         isinstance(test, ast.Compare)
@@ -4489,15 +4492,21 @@ def launched_test(test):
     return (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
-        and (
-            isinstance(test.ops[0], ast.NotEq)
-            and ast.unparse(test.comparators[0]) == "-1"
-            and mentions_rank(test.left)
-            or isinstance(test.ops[0], ast.In)
-            and isinstance(test.left, ast.Constant)
-            and test.left.value in ("RANK", "LOCAL_RANK", "WORLD_SIZE")
-            and dotted(test.comparators[0]) == "os.environ"
-        )
+        and isinstance(test.ops[0], ast.NotEq)
+        and ast.unparse(test.comparators[0]) == "-1"
+        and mentions_rank(test.left)
+    ) or asks_environ(test, ast.In)
+
+
+def asks_environ(test, op):
+    """`"RANK" in os.environ` (op ast.In) or `not in` (ast.NotIn): whether a launcher set the rank."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], op)
+        and isinstance(test.left, ast.Constant)
+        and test.left.value in ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+        and dotted(test.comparators[0]) == "os.environ"
     )
 
 
@@ -5366,11 +5375,7 @@ class PreparedSchedulerInOptimizerSteps(Rule):
     def begin(self):
         if not self.m.uses_accelerate or not self.m.prepared_schedulers:
             return False
-        return not self.m.schedulers_step_alone and not any(
-            is_true(keyword(call, "split_batches"))
-            for call in self.m.calls.get("Accelerator", [])
-            + self.m.calls.get("DataLoaderConfiguration", [])
-        )
+        return not self.m.schedulers_step_alone and not self.m.splits_batches
 
     # torch's schedulers that end after a number of steps: that parameter's name and position
     TORCH_TOTALS = {
@@ -6150,6 +6155,21 @@ ACCUMULATION_NAMES = re.compile(
 
 def steps_in(statements):
     return any(is_step(n) for statement in statements for n in ast.walk(statement))
+
+
+def backward_names(scope):
+    """The names whose backward a function (or module) runs: `loss.backward()`, `accelerator.backward(loss)`,
+    `scaler.scale(loss).backward()` (DDL196, DDL197)."""
+    found = set()
+    for call in ast.walk(scope):
+        if not (isinstance(call, ast.Call) and last(dotted(call.func)) == "backward"):
+            continue
+        if isinstance(call.func, ast.Attribute) and dotted(call.func.value):
+            found.add(dotted(call.func.value))
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+            found |= {dotted(a) for a in call.func.value.args}
+        found |= {dotted(a) for a in call.args}
+    return found - {""}
 
 
 def backward_in(statements):
@@ -8215,11 +8235,7 @@ class EpochsFromTheUnshardedLength(Rule):
     code = "DDL195"
 
     def begin(self):
-        return self.m.uses_accelerate and not any(
-            is_true(keyword(call, "split_batches"))
-            for call in self.m.calls.get("Accelerator", [])
-            + self.m.calls.get("DataLoaderConfiguration", [])
-        )
+        return self.m.uses_accelerate and not self.m.splits_batches
 
     def end(self):
         accelerators = self.m.bound_to("Accelerator") | {"accelerator", "self.accelerator"}
@@ -8310,21 +8326,8 @@ class LeafLossUnderDDP(Rule):
             return
         if not any(isinstance(p, ast.If) for p in self.m.parents_of(node)):
             return  # made on every batch: a buffer or a parameter of the script's own, not a stand-in
-        name = node.targets[0].id
-        scope = self.function_of(node) or self.m.tree
-        for call in ast.walk(scope):
-            if not isinstance(call, ast.Call) or last(dotted(call.func)) != "backward":
-                continue
-            if isinstance(call.func, ast.Attribute) and (
-                dotted(call.func.value) == name
-                or isinstance(call.func.value, ast.Call)  # scaler.scale(loss).backward()
-                and any(dotted(a) == name for a in call.func.value.args)
-            ):
-                self.add(node, fixable=False)
-                return
-            if any(dotted(a) == name for a in call.args):  # accelerator.backward(loss)
-                self.add(node, fixable=False)
-                return
+        if node.targets[0].id in backward_names(self.function_of(node) or self.m.tree):
+            self.add(node, fixable=False)
 
 
 class TrainedThroughAnUnwrappedHolder(Rule):
@@ -8375,7 +8378,7 @@ class TrainedThroughAnUnwrappedHolder(Rule):
         for function in self.m.nodes:
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            losses = self.backward_of(function)
+            losses = backward_names(function)
             for assign in ast.walk(function):
                 if not (
                     isinstance(assign, ast.Assign)
@@ -8409,21 +8412,6 @@ class TrainedThroughAnUnwrappedHolder(Rule):
             and there.name != "__init__"
             and dotted(wrap.targets[0]).startswith("self.")
         )
-
-    @staticmethod
-    def backward_of(function):
-        """The names whose backward the function runs: `loss.backward()`, `accelerator.backward(loss)`,
-        `scaler.scale(loss).backward()`."""
-        found = set()
-        for call in ast.walk(function):
-            if not (isinstance(call, ast.Call) and last(dotted(call.func)) == "backward"):
-                continue
-            if isinstance(call.func, ast.Attribute) and dotted(call.func.value):
-                found.add(dotted(call.func.value))
-            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
-                found |= {dotted(a) for a in call.func.value.args}
-            found |= {dotted(a) for a in call.args}
-        return found - {""}
 
     @staticmethod
     def wrapper_runs(function, model):
