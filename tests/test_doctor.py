@@ -507,6 +507,21 @@ CASES = {
         "        self.log('val_acc', self.val_acc)\n"
         "trainer = L.Trainer(devices=4, strategy='ddp')\n",
     ),
+    "DDL198": (
+        "import os\nimport torch\nimport torch.distributed as dist\ndef init_distributed_mode(args):\n"
+        "    if 'RANK' in os.environ and 'WORLD_SIZE' in os.environ:\n"
+        "        args.rank = int(os.environ['RANK'])\n        args.world_size = int(os.environ['WORLD_SIZE'])\n"
+        "    elif 'SLURM_PROCID' in os.environ:\n        args.rank = int(os.environ['SLURM_PROCID'])\n"
+        "    else:\n        args.distributed = False\n        return\n"
+        "    dist.init_process_group('nccl', world_size=args.world_size, rank=args.rank)\n",
+        "import os\nimport torch\nimport torch.distributed as dist\ndef init_distributed_mode(args):\n"
+        "    if 'RANK' in os.environ and 'WORLD_SIZE' in os.environ:\n"
+        "        args.rank = int(os.environ['RANK'])\n        args.world_size = int(os.environ['WORLD_SIZE'])\n"
+        "    elif 'SLURM_PROCID' in os.environ:\n        args.rank = int(os.environ['SLURM_PROCID'])\n"
+        "        args.world_size = int(os.environ['SLURM_NTASKS'])\n"
+        "    else:\n        args.distributed = False\n        return\n"
+        "    dist.init_process_group('nccl', world_size=args.world_size, rank=args.rank)\n",
+    ),
     "DDL197": (
         "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "class Trainer:\n    def __init__(self, model):\n        self.model = model\n"

@@ -7004,3 +7004,46 @@ def test_what_corpus_44_taught_about_schedulers_told_the_epoch():
         ["given"],
         [("", True), ("epoch + warmup_steps", False), ("epoch=epoch", False)],
     )
+
+
+def test_the_slurm_path_that_leaves_the_world_size_at_its_default_is_found_from_the_calling_script(
+    tmp_path,
+):
+    """Corpus 44 (seen, five repositories): DETR's init_distributed_mode in util/misc.py sets the rank from
+    SLURM_PROCID and leaves args.world_size at the flag's default; the script that calls it gets the finding at
+    the call (DDL198). Not where the project's submitit launcher sets `args.world_size` first (DETR's own
+    run_with_submitit.py), nor where the Slurm branch reads SLURM_NTASKS."""
+    helper = (
+        "import os\nimport torch.distributed as dist\ndef init_distributed_mode(args):\n"
+        "    if 'RANK' in os.environ and 'WORLD_SIZE' in os.environ:\n"
+        "        args.rank = int(os.environ['RANK'])\n        args.world_size = int(os.environ['WORLD_SIZE'])\n"
+        "    elif 'SLURM_PROCID' in os.environ:\n        args.rank = int(os.environ['SLURM_PROCID'])\n{}"
+        "    else:\n        args.distributed = False\n        return\n"
+        "    dist.init_process_group('nccl', init_method=args.dist_url, world_size=args.world_size,\n"
+        "                            rank=args.rank)\n"
+    )
+    main = (
+        "import argparse\nfrom util import misc\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--world_size', default=1, type=int)\n"
+        "parser.add_argument('--dist_url', default='env://')\nargs = parser.parse_args()\n"
+        "misc.init_distributed_mode(args)\n"
+    )
+    submitit = (
+        "import submitit\nclass Trainer:\n    def __call__(self):\n"
+        "        job_env = submitit.JobEnvironment()\n        self.args.world_size = job_env.num_tasks\n"
+    )
+    for i, (slurm_branch, extra, expected) in enumerate(
+        [
+            ("", {}, True),
+            ("        args.world_size = int(os.environ['SLURM_NTASKS'])\n", {}, False),
+            ("", {"run_with_submitit.py": submitit}, False),
+        ]
+    ):
+        files = {
+            ".git/HEAD": "",
+            "main.py": main,
+            "util/misc.py": helper.format(slurm_branch),
+            **extra,
+        }
+        found = check_in_project(tmp_path / f"p{i}", files, "main.py", where=True)
+        assert ((7, "DDL198") in found) == expected, (i, found)

@@ -837,6 +837,18 @@ RULES = {
         "itself, the wrapper's forward never runs, and each rank steps on its own gradient. Nothing fails; the "
         "copies drift apart.",
     ),
+    "DDL198": (
+        "the world size left at a flag's default on a path that reads the rank from the environment "
+        "(`elif 'SLURM_PROCID' in os.environ: args.rank = ...`)",
+        "read the world size on that path too (`args.world_size = int(os.environ['SLURM_NTASKS'])`), or start "
+        "the script with torchrun under srun, which sets RANK and WORLD_SIZE",
+        "2-join-the-process-group",
+        "DETR's init_distributed_mode, copied into many projects, reads RANK and WORLD_SIZE under torchrun, "
+        "but on its Slurm path sets the rank from SLURM_PROCID and leaves the world size at the --world_size "
+        "default (1) unless submitit's launcher set it first. Measured on a real two-node Slurm cluster here "
+        "(srun, one task per node, MASTER_ADDR and MASTER_PORT exported): rank 0 joined a group of one and went "
+        "on alone; rank 1 waited in init_process_group until it was killed.",
+    ),
     "DDL110": (
         "loss.backward() in a script that uses Accelerate",
         "call accelerator.backward(loss)",
@@ -1121,6 +1133,7 @@ MEASURED = {
 # measures it.
 UNMEASURED = frozenset(
     {
+        "DDL198",
         "DDL197",
         "DDL196",
         "DDL195",
@@ -8425,6 +8438,103 @@ class TrainedThroughAnUnwrappedHolder(Rule):
         return False
 
 
+class WorldSizeUnsetOnAnEnvironmentPath(Rule):
+    """DDL198: `init_process_group(world_size=args.world_size, rank=args.rank)` after an if/elif chain on the
+    environment where one branch sets both (`'RANK' in os.environ`) and another sets the rank alone
+    (`'SLURM_PROCID' in os.environ`: DETR's init_distributed_mode, corpus 44's PointTAD, TadTR, EgoVLPv2), so
+    on that path the world size is whatever the caller had: the flag's default. Not where something else in the
+    project sets that attribute (DETR's run_with_submitit.py sets `args.world_size = job_env.num_tasks`), nor
+    where the branch returns or the world size is set after the chain."""
+
+    code = "DDL198"
+
+    def begin(self):
+        return self.m.distributed
+
+    def visit_Call(self, node):
+        if last(dotted(node.func)) != "init_process_group":
+            return
+        size, rank = keyword(node, "world_size"), keyword(node, "rank")
+        if (
+            not isinstance(size, ast.Attribute)
+            or rank is None
+            or not dotted(size)
+            or not dotted(rank)
+        ):
+            return
+        function = self.function_of(node)
+        if function is None:
+            return
+        size_name, rank_name = dotted(size), dotted(rank)
+
+        def sets(statements, name):
+            return [
+                n
+                for s in statements
+                for n in ast.walk(s)
+                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                and any(
+                    dotted(t) == name
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                )
+            ]
+
+        elifs = {
+            id(n.orelse[0])
+            for n in ast.walk(function)
+            if isinstance(n, ast.If) and len(n.orelse) == 1 and isinstance(n.orelse[0], ast.If)
+        }
+        for chain in ast.walk(function):
+            if (
+                not isinstance(chain, ast.If)
+                or id(chain) in elifs
+                or chain.end_lineno >= node.lineno
+            ):
+                continue
+            branches, link = [], chain
+            while True:
+                branches.append((link.test, link.body))
+                if len(link.orelse) == 1 and isinstance(link.orelse[0], ast.If):
+                    link = link.orelse[0]
+                    continue
+                if link.orelse:
+                    branches.append((None, link.orelse))
+                break
+            both = [b for t, b in branches if sets(b, size_name) and sets(b, rank_name)]
+            alone = [
+                (t, b)
+                for t, b in branches
+                if t is not None
+                and "environ" in ast.unparse(t)
+                and sets(b, rank_name)
+                and not sets(b, size_name)
+                and not isinstance(b[-1], (ast.Return, ast.Raise))
+            ]
+            inside = {id(n) for n in ast.walk(chain)}
+            elsewhere = [n for n in sets(function.body, size_name) if id(n) not in inside]
+            if both and alone and not elsewhere and not self.set_elsewhere(size, function):
+                self.add(node, fixable=False)
+                return
+
+    def set_elsewhere(self, size, function):
+        """Whether another function of this module, or another module of the project, sets the attribute on a
+        name like its owner (`self.args.world_size = job_env.num_tasks` for `args.world_size`), or the project
+        launches through submitit (which sets the world size before the chain runs)."""
+        owner, attr = last(dotted(size.value)), size.attr
+        for n in self.m.nodes:
+            if isinstance(n, (ast.Assign, ast.AugAssign)) and not is_inside(n, function):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == attr
+                    and last(dotted(t.value)) == owner
+                    for t in targets
+                ):
+                    return True
+        setter = re.compile(rf"\b{re.escape(owner)}\.{re.escape(attr)}\s*=(?!=)|\bsubmitit\b")
+        return any(setter.search(Project.text(other)) for other in self.m.project.others)
+
+
 class OptimizerOverAnUnwrappedModule(Rule):
     """DDL175: in a script that wraps a model in DDP, an optimizer made over the parameters of another module
     that nothing wraps (`criterion.discriminator.parameters()`, or the module handed to a parameter-group
@@ -11582,6 +11692,7 @@ RULE_CLASSES = [
     EpochsFromTheUnshardedLength,
     LeafLossUnderDDP,
     TrainedThroughAnUnwrappedHolder,
+    WorldSizeUnsetOnAnEnvironmentPath,
 ]
 
 
@@ -11729,10 +11840,12 @@ class Project:
         self.rank_flags = set()
         self.imported = set()  # the paths of the project's modules this one imports
         self.imported_any = set()  # and those of its `import pkg.module` lines
+        self.others = ()  # the neighbours, this module left out
         if path is None or tree is None or not Path(path).is_file():
             return
         here = Path(path).resolve()
         neighbours = [n for n in self.neighbours(here.parent) if not self.installed_apart(here, n)]
+        self.others = tuple(n for n in neighbours if n != here)
         stem = here.stem
         imports_us = re.compile(
             rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\s+import|import\s+[\w.]*\b{re.escape(stem)}\b"
@@ -12931,6 +13044,7 @@ ROOT_MARKERS = (
 # The codes a call of another module's function carries back to the call (one_call_away): what goes wrong in
 # every process that runs the call. Not the file-level facts (DDL102's spelling, DDL113, a sampler's set_epoch).
 REACHED = {
+    "DDL198",
     "DDL188",
     "DDL124",
     "DDL164",
