@@ -324,6 +324,17 @@ PAIRS = {
         "def worker_init_fn(worker_id):\n    random.seed(args.manual_seed + worker_id)\n"
         "aug = transforms.RandomCrop(32)\n" + DDP_TAIL,
     ),
+    # corpus 45 (seen): arcface-pytorch seeds every rank alike, then each loader's workers per rank
+    "the loaders' workers seeded per rank through partial(worker_init_fn, rank=rank)": (
+        "DDL142",
+        DDP_HEAD + "from functools import partial\nfrom torchvision import transforms\n"
+        "torch.manual_seed(11)\naug = transforms.RandomCrop(32)\n"
+        "loader = torch.utils.data.DataLoader(ds, num_workers=4, worker_init_fn=worker_init_fn)\n"
+        + DDP_TAIL,
+        DDP_HEAD + "from functools import partial\nfrom torchvision import transforms\n"
+        "torch.manual_seed(11)\naug = transforms.RandomCrop(32)\nloader = torch.utils.data.DataLoader(ds, "
+        "num_workers=4, worker_init_fn=partial(worker_init_fn, rank=rank, seed=11))\n" + DDP_TAIL,
+    ),
     "a --world_size flag's default as the world size of a launched script": (
         "DDL141",
         "import argparse\nimport torch\nimport torch.distributed as dist\n"
@@ -7047,3 +7058,74 @@ def test_the_slurm_path_that_leaves_the_world_size_at_its_default_is_found_from_
         }
         found = check_in_project(tmp_path / f"p{i}", files, "main.py", where=True)
         assert ((7, "DDL198") in found) == expected, (i, found)
+
+
+def test_what_corpus_45_taught_about_a_metric_computed_before_its_log(tmp_path):
+    """Corpus 45 (seen): earth-forecasting-transformer's validation_epoch_end logs `valid_mse`, bound to
+    `self.valid_mse.compute()`: torchmetrics syncs compute() over the processes (DDL162, judged false twice). A
+    loss the step computes itself is still each rank's own."""
+    method = (
+        "import pytorch_lightning as pl\nclass Base(pl.LightningModule):\n"
+        "    def validation_epoch_end(self, outputs):\n        value = {bound}\n"
+        "        self.log('val_mse', {logged}, on_epoch=True)\n"
+    )
+    experiment = "import pytorch_lightning as pl\ndef run():\n    pl.Trainer(strategy='ddp')\n"
+    cases = [
+        ("self.criterion(outputs)", "value", True),
+        ("self.valid_mse.compute()", "value", False),
+        ("self.valid_mse.compute()", "-value['avg']", False),
+        ("None", "self.valid_mse.compute()", False),
+    ]
+    for i, (bound, logged, expected) in enumerate(cases):
+        files = {
+            ".git/HEAD": "",
+            "pkg/__init__.py": "",
+            "pkg/methods.py": method.format(bound=bound, logged=logged),
+            "pkg/exp.py": experiment,
+        }
+        found = check_in_project(tmp_path / str(i), files, "pkg/methods.py")
+        assert ("DDL162" in found) == expected, (i, found)
+
+
+def test_what_corpus_45_taught_about_keys_given_the_wrappers_prefix():
+    """Corpus 45 (seen): ArcFace_PyTorch's resume copies the saved unwrapped keys into a new dict as
+    `'module.' + k` before it loads them into the DDP-wrapped model, so the keys match (DDL163, judged false
+    twice). The same load of the file's own dict is still found."""
+    trainer = (
+        ACCELERATE_HEAD + "class Trainer:\n    def __init__(self, model, optimizer):\n"
+        "        self.model, self.optimizer = accelerator.prepare(model, optimizer)\n"
+        "    def save(self, path):\n        pkg = dict(model=accelerator.unwrap_model(self.model).state_dict())\n"
+        "        torch.save(pkg, path)\n"
+        "    def load(self, path):\n        pkg = torch.load(path, weights_only=True)\n"
+        "        renamed = {{}}\n        for k, v in pkg['model'].items():\n"
+        "            renamed[{key}] = v\n        self.model.load_state_dict({loaded})\n"
+    )
+    assert_found(
+        "DDL163",
+        trainer,
+        ["key", "loaded"],
+        [
+            ("k", "pkg['model']", True),
+            ("'module.' + k", "renamed", False),
+            ("f'module.{k}'", "renamed", False),
+        ],
+    )
+
+
+def test_what_corpus_45_taught_about_a_writer_in_each_ranks_own_folder():
+    """Corpus 45 (seen): NS2NS's `SummaryWriter(log_dir="{}/log_{}".format(out, cfg.rank))` on every rank writes
+    each rank's events to a folder of its own, on purpose (DDL128, judged false). One folder for all is found."""
+    script = (
+        DDP_HEAD
+        + "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter({given})\n"
+    )
+    assert_found(
+        "DDL128",
+        script,
+        ["given"],
+        [
+            ("log_dir='runs/exp'", True),
+            ("log_dir='{}/log_{}'.format(out, cfg.rank)", False),
+            ("f'runs/rank{dist.get_rank()}'", False),
+        ],
+    )
