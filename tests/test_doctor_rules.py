@@ -7064,27 +7064,26 @@ def test_what_corpus_45_taught_about_a_metric_computed_before_its_log(tmp_path):
     """Corpus 45 (seen): earth-forecasting-transformer's validation_epoch_end logs `valid_mse`, bound to
     `self.valid_mse.compute()`: torchmetrics syncs compute() over the processes (DDL162, judged false twice). A
     loss the step computes itself is still each rank's own."""
-    method = (
-        "import pytorch_lightning as pl\nclass Base(pl.LightningModule):\n"
-        "    def validation_epoch_end(self, outputs):\n        value = {bound}\n"
-        "        self.log('val_mse', {logged}, on_epoch=True)\n"
+    files = {
+        ".git/HEAD": "",
+        "pkg/__init__.py": "",
+        "pkg/methods.py": "import pytorch_lightning as pl\nclass Base(pl.LightningModule):\n"
+        "    def validation_epoch_end(self, outputs):\n{}",
+        "pkg/exp.py": "import pytorch_lightning as pl\ndef run():\n    pl.Trainer(strategy='ddp')\n",
+    }
+    logged = "        value = {}\n        self.log('val_mse', {}, on_epoch=True)\n"
+    assert_found_in_project(
+        tmp_path,
+        "DDL162",
+        files,
+        "pkg/methods.py",
+        [
+            (logged.format("self.criterion(outputs)", "value"), True),
+            (logged.format("self.valid_mse.compute()", "value"), False),
+            (logged.format("self.valid_mse.compute()", "-value['avg']"), False),
+            (logged.format("None", "self.valid_mse.compute()"), False),
+        ],
     )
-    experiment = "import pytorch_lightning as pl\ndef run():\n    pl.Trainer(strategy='ddp')\n"
-    cases = [
-        ("self.criterion(outputs)", "value", True),
-        ("self.valid_mse.compute()", "value", False),
-        ("self.valid_mse.compute()", "-value['avg']", False),
-        ("None", "self.valid_mse.compute()", False),
-    ]
-    for i, (bound, logged, expected) in enumerate(cases):
-        files = {
-            ".git/HEAD": "",
-            "pkg/__init__.py": "",
-            "pkg/methods.py": method.format(bound=bound, logged=logged),
-            "pkg/exp.py": experiment,
-        }
-        found = check_in_project(tmp_path / str(i), files, "pkg/methods.py")
-        assert ("DDL162" in found) == expected, (i, found)
 
 
 def test_what_corpus_45_taught_about_keys_given_the_wrappers_prefix():
