@@ -7128,3 +7128,73 @@ def test_what_corpus_45_taught_about_a_writer_in_each_ranks_own_folder():
             ("f'runs/rank{dist.get_rank()}'", False),
         ],
     )
+
+
+def test_what_corpus_45_taught_about_a_step_function_that_returns_before_its_backward(tmp_path):
+    """Corpus 45 (seen): ADL's `train()` returns when its batch has no valid pixel (`if mask.sum() == 0:`) and
+    ROMP's `train_step` when its loss is NaN, each called once a batch: that rank skips the backward whose
+    all-reduce the others wait in (DDL134). Not a return on a flag every rank reads alike, not one after the
+    tested value was all-reduced, not a function no loop calls."""
+    script = (
+        DDP_HEAD + "def train_step(model, optimizer, images, target, args):\n"
+        "    mask = target > 0\n{skip}    loss = F.mse_loss(model(images)[mask], target[mask])\n{after}"
+        "    loss.backward()\n    optimizer.step()\n    return loss.item()\n"
+        "model = DDP(net)\nfor images, target in loader:\n    train_step(model, optimizer, images, target, args)\n"
+        + DDP_TAIL
+    )
+    nan = "    if torch.isnan(loss):\n        return 0.0\n"
+    assert_found(
+        "DDL134",
+        script,
+        ["skip", "after"],
+        [
+            ("", nan, True),
+            ("    if mask.sum() == 0:\n        return 0.0\n", "", True),
+            ("    if args.dry_run:\n        return 0.0\n", "", False),
+            ("", "    dist.all_reduce(loss)\n" + nan, False),
+            ("", "", False),
+        ],
+    )
+    alone = script.replace("for images, target in loader:\n    train_step", "train_step")
+    assert "DDL134" not in codes_of(alone, skip="", after=nan)
+    # ROMP: the trainer's base class, in another module, makes the wrapper
+    files = {
+        ".git/HEAD": "",
+        "base.py": "import torch\nclass Base:\n    def __init__(self, model):\n"
+        "        self.model = torch.nn.parallel.DistributedDataParallel(model)\n",
+        "train.py": "import torch\nfrom base import Base\nclass Trainer(Base):\n"
+        "    def train_step(self, batch):\n        loss = self.model(batch).mean()\n"
+        "        if torch.isnan(loss):\n            return loss\n        loss.backward()\n"
+        "        self.optimizer.step()\n        return loss\n"
+        "    def train(self):\n        for batch in self.loader:\n            self.train_step(batch)\n",
+    }
+    assert "DDL134" in check_in_project(tmp_path, files, "train.py")
+
+
+def test_a_method_the_class_inherits_is_followed_into_its_base_class(tmp_path):
+    """Corpus 45 (seen): MVSFormer's train.py calls `trainer.train()` on a Trainer whose BaseTrainer, in
+    base/base_trainer.py, holds the epoch loop and breaks out of it on an early-stopping count kept under
+    `if self.rank == 0:`: rank 0 leaves, the others wait in the next epoch's all-reduce (DDL134, carried to the
+    call). Where the Trainer defines train() itself, its own loop is the one read."""
+    base = (
+        "class BaseTrainer:\n    def train(self):\n        bad = 0\n"
+        "        for epoch in range(self.epochs):\n            result = self._train_epoch(epoch)\n"
+        "            if self.rank == 0:\n                bad += 1\n"
+        "                if bad > self.early_stop:\n                    break\n"
+    )
+    files = {
+        ".git/HEAD": "",
+        "base/__init__.py": "from .base_trainer import BaseTrainer\n",
+        "base/base_trainer.py": base,
+        "trainer.py": "from base import BaseTrainer\nclass Trainer(BaseTrainer):\n{}"
+        "    def _train_epoch(self, epoch):\n        for x in self.loader:\n"
+        "            self.model(x).mean().backward()\n            self.optimizer.step()\n",
+        "train.py": "import torch\nimport torch.distributed as dist\nfrom trainer import Trainer\n"
+        "dist.init_process_group('nccl')\nmodel = torch.nn.parallel.DistributedDataParallel(net)\n"
+        "trainer = Trainer(model)\ntrainer.train()\ndist.destroy_process_group()\n",
+    }
+    own = "    def train(self):\n        for epoch in range(self.epochs):\n            self._train_epoch(epoch)\n"
+    for i, (method, expected) in enumerate([("", True), (own, False)]):
+        written = {**files, "trainer.py": files["trainer.py"].format(method)}
+        found = check_in_project(tmp_path / str(i), written, "train.py", where=True)
+        assert ((7, "DDL134") in found) == expected, (i, found)

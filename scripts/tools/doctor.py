@@ -4269,7 +4269,25 @@ class SkipOnLocalCondition(Rule):
         return False
 
     def begin(self):
-        return self.m.wraps_in_ddp or self.m.uses_accelerate or self.handed_ddp()
+        return (
+            self.m.wraps_in_ddp
+            or self.m.uses_accelerate
+            or self.handed_ddp()
+            or self.inherits_a_wrap()
+        )
+
+    def inherits_a_wrap(self):
+        """A class of this module built on a class of the project's whose module wraps the model in DDP
+        (ROMP's `class Trainer(Base)`, whose base.py makes `self.model` the wrapper; corpus 45)."""
+        return any(
+            isinstance(n, ast.ClassDef)
+            and any(
+                (target := self.m.project.defined.get(dotted(b))) is not None
+                and Project.wraps_ddp(target[0])
+                for b in n.bases
+            )
+            for n in self.m.nodes
+        )
 
     def handed_ddp(self):
         """A function that tests whether the model it is handed is DDP (`if isinstance(net,
@@ -4446,6 +4464,15 @@ class SkipOnLocalCondition(Rule):
                 after += loop.body  # the next passes of the loop, which the others go on to run
             if picked and trains(after):
                 self.add(node, fixable=False)
+            elif (
+                not picked
+                and not per_rank
+                and loop is None
+                and function is not None
+                and (backward_in(after) or steps_in(after))
+                and self.step_left_on_local_data(node, function)
+            ):
+                self.add(node, fixable=False)
             return
         if not leaves or loop is None:
             return
@@ -4494,6 +4521,66 @@ class SkipOnLocalCondition(Rule):
         )
         if not agreed:
             self.add(node, fixable=False)
+
+    # a step function's parameters that are not its batch: what every rank is handed alike
+    NOT_DATA = re.compile(
+        r"^(self|cls|args|opts?|cfg|config|conf|hparams|params|gpu|device|rank|epoch|step|\w*model|net|"
+        r"\w*optimi[sz]er|\w*scheduler|\w*scaler)$"
+    )
+
+    def step_left_on_local_data(self, node, function):
+        """`if torch.isnan(loss): return` before the backward of a function the module calls once a batch
+        (ROMP's train_step), or a return on what the batch it is handed holds (ADL's `if mask.sum() == 0:
+        return float(0)` before the forward, corpus 45): that rank skips the step's all-reduce the others wait
+        in. Not where the tested value was all-reduced first."""
+        test = node.test
+        per_batch = any(
+            isinstance(c, ast.Call)
+            and last(dotted(c.func)) == function.name
+            and self.innermost_loop(c) is not None
+            for c in self.m.nodes
+        )
+        if not per_batch:
+            return False
+        if not self.NON_FINITE.search(ast.unparse(test)):
+            data = {
+                a.arg
+                for a in [*function.args.posonlyargs, *function.args.args]
+                if not self.NOT_DATA.match(a.arg)
+            }
+            for _ in range(3):  # and what the function makes from them before the test
+                data |= {
+                    t.id
+                    for n in ast.walk(function)
+                    if isinstance(n, ast.Assign)
+                    and n.lineno < test.lineno
+                    and any(isinstance(m, ast.Name) and m.id in data for m in ast.walk(n.value))
+                    for target in n.targets
+                    for t in ast.walk(target)
+                    if isinstance(t, ast.Name)
+                }
+            content = any(
+                isinstance(n, ast.Call)
+                and last(dotted(n.func))
+                in ("len", "any", "all", "numel", "size", "nelement", "sum")
+                or isinstance(n, ast.Attribute)
+                and n.attr == "shape"
+                or isinstance(n, ast.Compare)
+                and any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+                for n in ast.walk(test)
+            )
+            if not (
+                content and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(test))
+            ):
+                return False
+        tested = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))}
+        return not any(
+            isinstance(n, ast.Call)
+            and last(dotted(n.func))
+            in ("all_reduce", "reduce", "gather", "all_gather", "broadcast")
+            and any(dotted(a) in tested for a in n.args)
+            for n in ast.walk(function)
+        )
 
     @staticmethod
     def breaks_the_loop(statements):
@@ -12817,6 +12904,38 @@ class Project:
 
     @staticmethod
     @functools.cache
+    def inherited(module_path, class_name, method, depth=2):
+        """Where `instance.method()` of a project class is defined when the class does not define it: the base
+        class of the project's that does, up to `depth` bases up (MVSFormer's `trainer.train()`, a Trainer whose
+        BaseTrainer in base/base_trainer.py holds the epoch loop; corpus 45). None when it is not found. The
+        bases are read as the module's imports name them (`base.BaseTrainer`), as Project.defined holds them."""
+        tree = Project.qualified_tree(module_path)
+        cls = next(
+            (c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == class_name), None
+        )
+        if cls is None:
+            return None
+        if any(
+            isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == method
+            for m in cls.body
+        ):
+            return module_path, class_name
+        if not depth or not cls.bases:
+            return None
+        defined = Project(module_path, tree).defined
+        for base in cls.bases:
+            name = dotted(base)
+            target = defined.get(name) or (
+                (module_path, name) if Project.is_class(module_path, name) else None
+            )
+            if target is not None and target != (module_path, class_name):
+                found = Project.inherited(target[0], target[1], method, depth - 1)
+                if found is not None:
+                    return found
+        return None
+
+    @staticmethod
+    @functools.cache
     def reach(module_path, name, method=None):
         """The line spans a call of `name` runs in its module: its own, and those of the module's top-level
         functions it calls by name, and theirs (parser.py's `get_args` calling `create_experiment_dir`). For a
@@ -13195,7 +13314,7 @@ def one_call_away(checker):
     for call in checker.nodes:
         if not isinstance(call, ast.Call) or checker.never_distributed(call):
             continue
-        for (module, name), method in called_targets(checker, call, instances):
+        for (module, name), method in inherited_targets(called_targets(checker, call, instances)):
             spans = Project.reach(module, name, method)
             dataset = name in Project.datasets(module)
             for f in findings_when_called(module, *context):
@@ -13251,6 +13370,18 @@ def called_targets(checker, call, instances):
             if defined is not None and Project.is_class(*defined):
                 classes = [defined]
             found += [(t, "*") for t in classes]
+    return found
+
+
+def inherited_targets(targets):
+    """called_targets with a method the class does not define itself taken from the base class that does."""
+    found = []
+    for (module, name), method in targets:
+        if method and method != "*" and Project.is_class(module, name):
+            base = Project.inherited(module, name, method)
+            if base is not None:
+                module, name = base
+        found.append(((module, name), method))
     return found
 
 
