@@ -4178,6 +4178,43 @@ class SwallowedInit(CallRule):
         )
 
 
+def made_from(scope, names, before):
+    """`names` and the names the scope binds from them before line `before`, three steps deep: `out =
+    self.model(batch)`, `batch, gotit = batch` (co-tracker, corpus 16, seen)."""
+    data = set(names)
+    for _ in range(3):
+        data |= {
+            t.id
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Assign)
+            and n.lineno < before
+            and any(isinstance(m, ast.Name) and m.id in data for m in ast.walk(n.value))
+            for target in n.targets
+            for t in ast.walk(target)
+            if isinstance(t, ast.Name)
+        }
+    return data
+
+
+def tests_what_it_holds(test, data, sums=False):
+    """Whether a test reads what one of the `data` names holds: through len/any/all/numel/size/shape (with
+    `sums`, sum too), or `is None` / `== None` (VoiceCraft's `if out == None: continue`)."""
+    counters = {"len", "any", "all", "numel", "size", "nelement"} | ({"sum"} if sums else set())
+    content = any(
+        isinstance(n, ast.Call)
+        and last(dotted(n.func)) in counters
+        or isinstance(n, ast.Attribute)
+        and n.attr == "shape"
+        or isinstance(n, ast.Compare)
+        and (
+            any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+            or any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
+        )
+        for n in ast.walk(test)
+    )
+    return content and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(test))
+
+
 class SkipOnLocalCondition(Rule):
     """DDL134: `if torch.isnan(loss): continue` (isinf, isfinite, math.isnan: a non-finite value), or a
     `continue`/`break` under a rank check (`if rank == 0 and stop: break`), in a loop whose backward or optimizer
@@ -4207,31 +4244,7 @@ class SkipOnLocalCondition(Rule):
             return False
         data = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} - {"_"}
         # and what the loop makes from them before the test: `out = self.model(batch)`
-        for _ in range(3):
-            data |= {
-                t.id
-                for n in ast.walk(loop)
-                if isinstance(n, ast.Assign)
-                and n.lineno < test.lineno
-                and any(isinstance(m, ast.Name) and m.id in data for m in ast.walk(n.value))
-                for target in n.targets
-                for t in ast.walk(target)  # `batch, gotit = batch` (co-tracker, corpus 16, seen)
-                if isinstance(t, ast.Name)
-            }
-        content = any(
-            isinstance(n, ast.Call)
-            and last(dotted(n.func)) in ("len", "any", "all", "numel", "size", "nelement")
-            or isinstance(n, ast.Attribute)
-            and n.attr == "shape"
-            or isinstance(n, ast.Compare)
-            and (
-                any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
-                # VoiceCraft's `if out == None: continue`
-                or any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)
-            )
-            for n in ast.walk(test)
-        )
-        return content and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(test))
+        return tests_what_it_holds(test, made_from(loop, data, test.lineno))
 
     def fed_unreduced(self, node, loop):
         """Whether the early stopper the test reads (`if early_stopping.early_stop: break`) is fed, in the loop,
@@ -4548,30 +4561,8 @@ class SkipOnLocalCondition(Rule):
                 for a in [*function.args.posonlyargs, *function.args.args]
                 if not self.NOT_DATA.match(a.arg)
             }
-            for _ in range(3):  # and what the function makes from them before the test
-                data |= {
-                    t.id
-                    for n in ast.walk(function)
-                    if isinstance(n, ast.Assign)
-                    and n.lineno < test.lineno
-                    and any(isinstance(m, ast.Name) and m.id in data for m in ast.walk(n.value))
-                    for target in n.targets
-                    for t in ast.walk(target)
-                    if isinstance(t, ast.Name)
-                }
-            content = any(
-                isinstance(n, ast.Call)
-                and last(dotted(n.func))
-                in ("len", "any", "all", "numel", "size", "nelement", "sum")
-                or isinstance(n, ast.Attribute)
-                and n.attr == "shape"
-                or isinstance(n, ast.Compare)
-                and any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
-                for n in ast.walk(test)
-            )
-            if not (
-                content and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(test))
-            ):
+            # and what the function makes from them before the test; an empty mask counted by its sum
+            if not tests_what_it_holds(test, made_from(function, data, test.lineno), sums=True):
                 return False
         tested = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))}
         return not any(
