@@ -7023,7 +7023,8 @@ def test_the_slurm_path_that_leaves_the_world_size_at_its_default_is_found_from_
     """Corpus 44 (seen, five repositories): DETR's init_distributed_mode in util/misc.py sets the rank from
     SLURM_PROCID and leaves args.world_size at the flag's default; the script that calls it gets the finding at
     the call (DDL198). Not where the project's submitit launcher sets `args.world_size` first (DETR's own
-    run_with_submitit.py), nor where the Slurm branch reads SLURM_NTASKS."""
+    run_with_submitit.py), nor where the Slurm branch reads SLURM_NTASKS, nor where the repository launches the
+    script with torchrun and never with srun itself (corpus 46, judged false twice)."""
     helper = (
         "import os\nimport torch.distributed as dist\ndef init_distributed_mode(args):\n"
         "    if 'RANK' in os.environ and 'WORLD_SIZE' in os.environ:\n"
@@ -7043,11 +7044,17 @@ def test_the_slurm_path_that_leaves_the_world_size_at_its_default_is_found_from_
         "import submitit\nclass Trainer:\n    def __call__(self):\n"
         "        job_env = submitit.JobEnvironment()\n        self.args.world_size = job_env.num_tasks\n"
     )
+    torchrun = "torchrun --nproc_per_node=8 main.py --epochs 10\n"
+    srun = "#!/bin/bash\n#SBATCH --ntasks=16\nsrun python main.py --epochs 10\n"
     for i, (slurm_branch, extra, expected) in enumerate(
         [
             ("", {}, True),
             ("        args.world_size = int(os.environ['SLURM_NTASKS'])\n", {}, False),
             ("", {"run_with_submitit.py": submitit}, False),
+            # corpus 46's judges: the documented runs take the environment's branch
+            ("", {"train.sh": torchrun}, False),
+            ("", {"train.sh": torchrun, "slurm.sh": srun}, True),
+            ("", {"train.sh": torchrun.replace("main.py", "tools/main.py")}, True),
         ]
     ):
         files = {

@@ -8574,7 +8574,8 @@ class WorldSizeUnsetOnAnEnvironmentPath(Rule):
     (`'SLURM_PROCID' in os.environ`: DETR's init_distributed_mode, corpus 44's PointTAD, TadTR, EgoVLPv2), so
     on that path the world size is whatever the caller had: the flag's default. Not where something else in the
     project sets that attribute (DETR's run_with_submitit.py sets `args.world_size = job_env.num_tasks`), nor
-    where the branch returns or the world size is set after the chain."""
+    where the branch returns or the world size is set after the chain, nor where the repository's commands
+    launch the callers with torchrun (the environment's branch) and never with srun itself."""
 
     code = "DDL198"
 
@@ -8642,9 +8643,62 @@ class WorldSizeUnsetOnAnEnvironmentPath(Rule):
             ]
             inside = {id(n) for n in ast.walk(chain)}
             elsewhere = [n for n in sets(function.body, size_name) if id(n) not in inside]
-            if both and alone and not elsewhere and not self.set_elsewhere(size, function):
+            if (
+                both
+                and alone
+                and not elsewhere
+                and not self.set_elsewhere(size, function)
+                and not self.launched_through_the_environment(function)
+            ):
                 self.add(node, fixable=False)
                 return
+
+    LAUNCHER = re.compile(
+        r"torchrun|torch\.distributed\.(launch|run)|accelerate\s+launch|deepspeed"
+    )
+
+    def launched_through_the_environment(self, function):
+        """Whether the repository's commands start the scripts that call `function` (or this module) with a
+        launcher that sets RANK and WORLD_SIZE (torchrun, torch.distributed.launch, accelerate launch,
+        deepspeed), so that the documented runs take the environment's branch, and none starts them with srun
+        itself. Corpus 46's judges called the finding false twice where torchrun was the documented launch
+        (torchvision-tiny-imagenet, adv-part-model)."""
+        root = self.m.root
+        if root is None:
+            return False
+        here = Path(self.m.path).resolve()
+        callers = {here} | {
+            page.resolve()
+            for page in Project.pages(root, (".py",))
+            if f"{function.name}(" in Project.text(page)
+        }
+        # a caller named by its path from the root, or bare, as a command run in its own folder names it (not
+        # tools/train.py of a vendored library for the root's train.py: QRNet's swin_model, corpus 44)
+        spelled = set()
+        for caller in callers:
+            try:
+                spelled.add(caller.relative_to(Path(root).resolve()).as_posix())
+            except ValueError:
+                pass
+            spelled.add(caller.name)
+        names = re.compile(
+            r"(?<![\w./-])(\./)?(" + "|".join(re.escape(n) for n in sorted(spelled)) + r")(?!\w)"
+        )
+        commands = [c for _, c in Project.page_commands(root) if names.search(c)]
+        srun = any(
+            re.search(r"\bsrun\b", line)
+            and re.search(r"\bpython", line)
+            and names.search(line)
+            and not self.LAUNCHER.search(line)
+            for page in Project.pages(root, (".sh", ".md", ".sbatch", ".slurm"))
+            for line in Project.text(page).replace("\\\n", " ").splitlines()
+        )
+        # or a launcher's command a Python file of the repository builds (X-VLM's run.py runs
+        # `python3 -m torch.distributed.launch ... Pretrain.py`, corpus 26)
+        built = any(
+            self.LAUNCHER.search(text) and names.search(text) for text in Project.python_texts(root)
+        )
+        return (any(self.LAUNCHER.search(c) for c in commands) or built) and not srun
 
     def set_elsewhere(self, size, function):
         """Whether another function of this module, or another module of the project, sets the attribute on a
