@@ -8664,8 +8664,8 @@ class WorldSizeUnsetOnAnEnvironmentPath(Rule):
         itself. Corpus 46's judges called the finding false twice where torchrun was the documented launch
         (torchvision-tiny-imagenet, adv-part-model)."""
         root = self.m.root
-        if root is None:
-            return False
+        if root is None or not Path(self.m.path).is_file():
+            return False  # a source not on disk: no page of the repository around its name speaks of it
         here = Path(self.m.path).resolve()
         callers = {here} | {
             page.resolve()
