@@ -7205,3 +7205,35 @@ def test_a_method_the_class_inherits_is_followed_into_its_base_class(tmp_path):
         written = {**files, "trainer.py": files["trainer.py"].format(method)}
         found = check_in_project(tmp_path / str(i), written, "train.py", where=True)
         assert ((7, "DDL134") in found) == expected, (i, found)
+
+
+def test_what_corpus_46_taught_about_a_file_every_command_runs_as_one_process(tmp_path):
+    """Corpus 46 (seen): Jarvisgivemeasuit's only command is `torchrun --nproc_per_node=1 ...`, and VenusWSL's
+    `python src/train.py`: the judges called what processes do to each other (one file written by every rank,
+    an evaluation every rank repeats, a batch one rank skips) false there. A command that starts more, one
+    that starts several of a file the repository does not have (a placeholder for each), or a script that
+    spawns its own processes, keeps them."""
+    script = (
+        DDP_HEAD + "model = DDP(net)\nfor x in loader:\n    model(x).mean().backward()\n"
+        "    optimizer.step()\ntorch.save(model.module.state_dict(), 'classifier.pt')\n" + DDP_TAIL
+    )
+    spawned = (
+        "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+        "def run(rank):\n    dist.init_process_group('gloo', rank=rank, world_size=2)\n"
+        "    torch.save(net.state_dict(), 'classifier.pt')\n    dist.destroy_process_group()\n"
+        "mp.spawn(run, nprocs=2)\n"
+    )
+    for i, (command, source, expected) in enumerate(
+        [
+            ("torchrun --nproc_per_node=1 train.py --epochs 3", script, False),
+            ("python train.py --epochs 3", script, False),
+            ("torchrun --nproc_per_node=4 train.py --epochs 3", script, True),
+            ("torchrun --nnodes=2 --nproc_per_node=1 train.py", script, True),
+            ("", script, True),
+            ("python train.py --epochs 3", spawned, True),
+            # corpus 27: minimind-v's README starts every trainer with `torchrun ... train_xxx.py`
+            ("python train.py --epochs 3\ntorchrun --nproc_per_node N train_xxx.py", script, True),
+        ]
+    ):
+        files = {".git/HEAD": "", "README.md": f"```\n{command}\n```\n", "train.py": source}
+        assert ("DDL107" in check_in_project(tmp_path / str(i), files, "train.py")) == expected, i
