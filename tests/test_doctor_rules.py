@@ -7237,3 +7237,27 @@ def test_what_corpus_46_taught_about_a_file_every_command_runs_as_one_process(tm
     ):
         files = {".git/HEAD": "", "README.md": f"```\n{command}\n```\n", "train.py": source}
         assert ("DDL107" in check_in_project(tmp_path / str(i), files, "train.py")) == expected, i
+
+
+def test_what_corpus_46_taught_about_apex_under_a_flag_no_command_passes(tmp_path):
+    """Corpus 46 (seen): UVC's and HRKD's `from apex import amp` is read only under `if args.fp16:`, a
+    store_true flag no command of the repository passes: no documented run reaches APEX (DDL102, judged false
+    twice). A command that passes --fp16, or a use outside the flag, keeps it."""
+    script = (
+        "import argparse\nfrom apex import amp\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--fp16', action='store_true')\nargs = parser.parse_args()\n"
+        "if args.fp16:\n    model, optimizer = amp.initialize(model, optimizer)\n{extra}"
+    )
+    for i, (command, extra, expected) in enumerate(
+        [
+            ("python train.py --epochs 3", "", False),
+            ("python train.py --epochs 3 --fp16", "", True),
+            ("python train.py --epochs 3", "with amp.scale_loss(loss, optimizer) as scaled:\n    pass\n", True),
+        ]
+    ):
+        files = {
+            ".git/HEAD": "",
+            "README.md": f"```\n{command}\n```\n",
+            "train.py": script.format(extra=extra),
+        }
+        assert ("DDL102" in check_in_project(tmp_path / str(i), files, "train.py")) == expected, i

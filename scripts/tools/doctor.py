@@ -2964,14 +2964,18 @@ class DeprecatedAmp(Rule):
                 self.add(node)
 
     def read(self, name, node):
-        """Whether the name an import binds is read anywhere, qualified or as written (`amp = None` in the
-        except beside the import leaves it unqualified)."""
+        """Whether the name an import binds is read anywhere a run goes, qualified or as written (`amp = None`
+        in the except beside the import leaves it unqualified): not only under a flag no command passes (UVC's
+        and HRKD's `if args.fp16:` around every amp call, corpus 46, judged false)."""
         bound = next((a.asname or a.name for a in node.names if a.name == name), name)
         return any(
-            getattr(n, "qualified_from", None) == bound
-            or isinstance(n, ast.Name)
-            and n.id == bound
-            and isinstance(n.ctx, ast.Load)
+            (
+                getattr(n, "qualified_from", None) == bound
+                or isinstance(n, ast.Name)
+                and n.id == bound
+                and isinstance(n.ctx, ast.Load)
+            )
+            and not self.m.under_a_flag_off_by_default(n)
             for n in self.m.nodes
         )
 
