@@ -7261,3 +7261,24 @@ def test_what_corpus_46_taught_about_apex_under_a_flag_no_command_passes(tmp_pat
             "train.py": script.format(extra=extra),
         }
         assert ("DDL102" in check_in_project(tmp_path / str(i), files, "train.py")) == expected, i
+
+
+def test_what_corpus_46_taught_about_a_branch_on_a_choice_no_command_makes(tmp_path):
+    """Corpus 46 (seen): InNOutRobustness downloads CIFAR-100 on every rank under `if hps.dataset ==
+    'cifar100':`, but its --dataset defaults to cifar10 and its torchrun script passes `--dataset cifar10`: no
+    documented run takes the branch (DDL139, judged false twice). A command that picks it, fills the value from
+    a variable, or leaves the choice at its default (cutmix's README, whose judge counted it true, corpus 43),
+    keeps it."""
+    script = (
+        DDP_HEAD + "import argparse\nfrom torchvision import datasets\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--dataset', type=str, default='cifar10')\nhps = parser.parse_args()\n"
+        "if hps.dataset == 'cifar100':\n    train_set = datasets.CIFAR100('data', train=True, download=True)\n"
+        + DDP_TAIL
+    )
+    for i, (given, expected) in enumerate(
+        [("cifar10", False), ("cifar100", True), ("$DATASET", True), ("", True), (None, True)]
+    ):
+        readme = "" if given is None else f"torchrun --nproc_per_node 4 train.py --dataset {given}\n"
+        readme = readme.replace(" --dataset \n", "\n")  # a command that leaves the choice at its default
+        files = {".git/HEAD": "", "README.md": f"```\n{readme}```\n", "train.py": script}
+        assert ("DDL139" in check_in_project(tmp_path / str(i), files, "train.py")) == expected, i
