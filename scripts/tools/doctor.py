@@ -1955,15 +1955,7 @@ class Checker:
         default = keyword(declared[0], "default")
         if not isinstance(default, ast.Constant) or default.value == value:
             return False
-        parsed = {"args"} | {  # the names parse_args() binds here: `hps = parser.parse_args()`
-            dotted(t)
-            for n in self.nodes
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Call)
-            and last(dotted(n.value.func)) in ("parse_args", "parse_known_args")
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        }
+        parsed = self.parsed_names  # `hps = parser.parse_args()`
         setter = rf"\b({'|'.join(map(re.escape, parsed))})\.{re.escape(flag)}\s*=(?!=)"
         if any(
             re.search(setter, Project.text(page)) for page in Project.pages(self.root, (".py",))
@@ -1981,6 +1973,19 @@ class Checker:
             if not given or any(g.strip("'\"") == value or "$" in g for g in given):
                 return False  # taken, left to the default, or a variable the command fills in
         return True
+
+    @functools.cached_property
+    def parsed_names(self):
+        """`args` and the names this module binds to what parse_args() returns (`hps = parser.parse_args()`)."""
+        return {"args"} | {
+            dotted(t)
+            for n in self.nodes
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and last(dotted(n.value.func)) in ("parse_args", "parse_known_args")
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
 
     def flag_off_in_its_runs(self, flag):
         """This file declares `--flag` once, off by default (or, declaring none, every declaration in the
@@ -2007,15 +2012,7 @@ class Checker:
             return False  # off where this file declares it: predict.py may declare its own
         # the names parse_args() binds here: `args.use_amp = True` sets the flag, StableAnimator's vendored
         # `config.seed = 2048` does not
-        parsed = {"args"} | {
-            dotted(t)
-            for n in self.nodes
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Call)
-            and last(dotted(n.value.func)) in ("parse_args", "parse_known_args")
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        }
+        parsed = self.parsed_names
         setter = rf"\b({'|'.join(map(re.escape, parsed))})\.{re.escape(flag)}\s*=(?!=)"
         if any(
             re.search(setter, Project.text(page)) for page in Project.pages(self.root, (".py",))
