@@ -7252,7 +7252,11 @@ def test_what_corpus_46_taught_about_apex_under_a_flag_no_command_passes(tmp_pat
         [
             ("python train.py --epochs 3", "", False),
             ("python train.py --epochs 3 --fp16", "", True),
-            ("python train.py --epochs 3", "with amp.scale_loss(loss, optimizer) as scaled:\n    pass\n", True),
+            (
+                "python train.py --epochs 3",
+                "with amp.scale_loss(loss, optimizer) as scaled:\n    pass\n",
+                True,
+            ),
         ]
     ):
         files = {
@@ -7270,7 +7274,8 @@ def test_what_corpus_46_taught_about_a_branch_on_a_choice_no_command_makes(tmp_p
     a variable, or leaves the choice at its default (cutmix's README, whose judge counted it true, corpus 43),
     keeps it."""
     script = (
-        DDP_HEAD + "import argparse\nfrom torchvision import datasets\nparser = argparse.ArgumentParser()\n"
+        DDP_HEAD
+        + "import argparse\nfrom torchvision import datasets\nparser = argparse.ArgumentParser()\n"
         "parser.add_argument('--dataset', type=str, default='cifar10')\nhps = parser.parse_args()\n"
         "if hps.dataset == 'cifar100':\n    train_set = datasets.CIFAR100('data', train=True, download=True)\n"
         + DDP_TAIL
@@ -7278,7 +7283,11 @@ def test_what_corpus_46_taught_about_a_branch_on_a_choice_no_command_makes(tmp_p
     for i, (given, expected) in enumerate(
         [("cifar10", False), ("cifar100", True), ("$DATASET", True), ("", True), (None, True)]
     ):
-        readme = "" if given is None else f"torchrun --nproc_per_node 4 train.py --dataset {given}\n"
-        readme = readme.replace(" --dataset \n", "\n")  # a command that leaves the choice at its default
+        command = f"torchrun --nproc_per_node 4 train.py --dataset {given}".removesuffix(
+            " --dataset "
+        )
+        readme = (
+            "" if given is None else command + "\n"
+        )  # "": a command that leaves it at its default
         files = {".git/HEAD": "", "README.md": f"```\n{readme}```\n", "train.py": script}
         assert ("DDL139" in check_in_project(tmp_path / str(i), files, "train.py")) == expected, i
