@@ -95,6 +95,8 @@ WRAPPERS = {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataP
 PATH_TESTS = {"exists", "isfile", "isdir", "is_file", "is_dir", "lexists"}
 # calls that start the script's own processes, one a rank (mp.spawn, torch.multiprocessing.Process)
 LAUNCHERS = ("spawn", "start_processes", "Process")
+# the commands that start processes and set RANK and WORLD_SIZE in their environment
+ENV_LAUNCHERS = r"torch\.distributed\.(launch|run)|torchrun|accelerate\s+launch|deepspeed"
 # mistakes of a distributed run's data, writes and evaluation: none where only a one-process run goes
 RUN_SHAPED = {"DDL105", "DDL107", "DDL127", "DDL128", "DDL132", "DDL137", "DDL139", "DDL175"}
 # what only goes wrong between processes: quiet where every documented command runs the file as one process
@@ -4260,6 +4262,18 @@ class SwallowedInit(CallRule):
         )
 
 
+def agreed_on(test, scope):
+    """Whether a name the test reads goes through a collective in `scope` (all_reduce, reduce, gather,
+    all_gather, broadcast): every rank then decides alike."""
+    tested = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))}
+    return any(
+        isinstance(n, ast.Call)
+        and last(dotted(n.func)) in ("all_reduce", "reduce", "gather", "all_gather", "broadcast")
+        and any(dotted(a) in tested for a in n.args)
+        for n in ast.walk(scope)
+    )
+
+
 def made_from(scope, names, before):
     """`names` and the names the scope binds from them before line `before`, three steps deep: `out =
     self.model(batch)`, `batch, gotit = batch` (co-tracker, corpus 16, seen)."""
@@ -4603,18 +4617,7 @@ class SkipOnLocalCondition(Rule):
             and trains(loop.body)
         ):
             return
-        function = self.function_of(node) or self.m.tree
-        tested = {
-            dotted(n) for n in ast.walk(node.test) if isinstance(n, (ast.Name, ast.Attribute))
-        }
-        agreed = any(
-            isinstance(n, ast.Call)
-            and last(dotted(n.func))
-            in ("all_reduce", "reduce", "gather", "all_gather", "broadcast")
-            and any(dotted(a) in tested for a in n.args)
-            for n in ast.walk(function)
-        )
-        if not agreed:
+        if not agreed_on(node.test, self.function_of(node) or self.m.tree):
             self.add(node, fixable=False)
 
     # a step function's parameters that are not its batch: what every rank is handed alike
@@ -4646,14 +4649,7 @@ class SkipOnLocalCondition(Rule):
             # and what the function makes from them before the test; an empty mask counted by its sum
             if not tests_what_it_holds(test, made_from(function, data, test.lineno), sums=True):
                 return False
-        tested = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))}
-        return not any(
-            isinstance(n, ast.Call)
-            and last(dotted(n.func))
-            in ("all_reduce", "reduce", "gather", "all_gather", "broadcast")
-            and any(dotted(a) in tested for a in n.args)
-            for n in ast.walk(function)
-        )
+        return not agreed_on(test, function)
 
     @staticmethod
     def breaks_the_loop(statements):
@@ -8681,16 +8677,7 @@ class WorldSizeUnsetOnAnEnvironmentPath(Rule):
         size_name, rank_name = dotted(size), dotted(rank)
 
         def sets(statements, name):
-            return [
-                n
-                for s in statements
-                for n in ast.walk(s)
-                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                and any(
-                    dotted(t) == name
-                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                )
-            ]
+            return [n for statement in statements for n in assignments_to(statement, name)]
 
         elifs = {
             id(n.orelse[0])
@@ -8735,9 +8722,7 @@ class WorldSizeUnsetOnAnEnvironmentPath(Rule):
                 self.add(node, fixable=False)
                 return
 
-    LAUNCHER = re.compile(
-        r"torchrun|torch\.distributed\.(launch|run)|accelerate\s+launch|deepspeed"
-    )
+    LAUNCHER = re.compile(ENV_LAUNCHERS)
 
     def launched_through_the_environment(self, function):
         """Whether the repository's commands start the scripts that call `function` (or this module) with a
@@ -10656,18 +10641,8 @@ class LightningEvalLogUnsynced(Rule):
         if computes(value):
             return True
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        if not names:
-            return False
-        scope = self.function_of(call) or self.m.tree
-        for name in names:
-            bindings = [
-                n
-                for n in ast.walk(scope)
-                if isinstance(n, ast.Assign) and name in bound_names(n) and n.lineno < call.lineno
-            ]
-            if not bindings or not computes(bindings[-1].value):
-                return False
-        return True
+        bound = [self.bound_before(call, name) for name in names]
+        return bool(bound) and all(v is not None and computes(v) for v in bound)
 
     def dict_values(self, call, given):
         """The values of the dict `self.log_dict(...)` is given: a dict written there, or one a name of the method
@@ -12811,8 +12786,9 @@ class Project:
         if not runs:
             return False
         launcher = re.compile(
-            r"torch\.distributed\.(launch|run)|torchrun|accelerate\s+launch|deepspeed|mpirun|srun"
-            r"|--launcher[ =](pytorch|slurm)|--distributed|--multiprocessing|--world[_-]size|--gpus"
+            ENV_LAUNCHERS
+            + r"|mpirun|srun|--launcher[ =](pytorch|slurm)|--distributed|--multiprocessing"
+            r"|--world[_-]size|--gpus"
         )
         one = re.compile(
             r"--nproc[_-]per[_-]node[= ]1\b|--num[_-]processes[= ]1\b|--num[_-]gpus[= ]1\b"
@@ -12860,8 +12836,9 @@ class Project:
                 )
             }
             distributed = re.search(
-                r"torch\.distributed\.(launch|run)|torchrun|accelerate\s+launch|deepspeed|mpirun|srun"
-                r"|nproc_per_node|--launcher[ =](pytorch|slurm)|--distributed|--multiprocessing",
+                ENV_LAUNCHERS
+                + r"|mpirun|srun|nproc_per_node|--launcher[ =](pytorch|slurm)|--distributed"
+                r"|--multiprocessing",
                 command,
             )
             (launched if distributed else single).update(flags)
